@@ -1,0 +1,21 @@
+"""tractable: fast inference in structured probabilistic graphical models.
+
+Model objects live at the top level; algorithm families are subpackages (``tractable.exact``,
+``tractable.clique``, ``tractable.cardinality``, ``tractable.hlmrf``, ...), imported on use.
+"""
+
+from ._results import ConvergenceWarning, MAPResult, MarginalsResult
+from .factorgraph import CardinalityFactor, Factor, FactorGraph, TableFactor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CardinalityFactor",
+    "ConvergenceWarning",
+    "Factor",
+    "FactorGraph",
+    "MAPResult",
+    "MarginalsResult",
+    "TableFactor",
+    "__version__",
+]

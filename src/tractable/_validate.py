@@ -1,0 +1,157 @@
+"""Shared argument checks.
+
+Every public function validates its arguments once, up front, with these helpers, so that bad input
+fails with a message that names the argument, says what was expected and shows what was given.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "as_index_array",
+    "check_choice",
+    "check_finite",
+    "check_int",
+    "check_positive",
+    "check_rng",
+    "check_shape",
+]
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array of shape {value.shape} and dtype {value.dtype}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def as_float_array(
+    value,
+    name: str,
+    *,
+    ndim: int | None = None,
+    allow_nan: bool = False,
+    allow_posinf: bool = False,
+    allow_neginf: bool = True,
+) -> np.ndarray:
+    """Convert ``value`` to a float64 array and check its entries.
+
+    Parameters
+    ----------
+    value : array_like
+        The argument as given by the user.
+    name : str
+        The argument's name, used in error messages.
+    ndim : int, optional
+        Required number of dimensions.
+    allow_nan, allow_posinf, allow_neginf : bool
+        Which non-finite values are allowed. ``-inf`` (a forbidden configuration in log space) is
+        allowed by default; NaN and ``+inf`` are not.
+
+    Returns
+    -------
+    ndarray of float64
+        A new array (never a view of ``value``), so callers may keep it without copying again.
+    """
+    try:
+        arr = np.array(value, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` must be an array of real numbers; got {_describe(value)}.") from err
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"`{name}` must be a {ndim}-D array; got shape {arr.shape}.")
+    if not allow_nan and np.isnan(arr).any():
+        raise ValueError(f"`{name}` must not contain NaN; got NaN at index {_first(np.isnan(arr))}.")
+    if not allow_posinf and np.isposinf(arr).any():
+        raise ValueError(f"`{name}` must not contain +inf; got +inf at index {_first(np.isposinf(arr))}.")
+    if not allow_neginf and np.isneginf(arr).any():
+        raise ValueError(f"`{name}` must not contain -inf; got -inf at index {_first(np.isneginf(arr))}.")
+    return arr
+
+
+def _first(mask: np.ndarray):
+    idx = np.argwhere(mask)[0]
+    return tuple(int(i) for i in idx) if idx.size > 1 else int(idx[0]) if idx.size == 1 else ()
+
+
+def as_index_array(value, name: str, *, size: int | None = None, ndim: int = 1) -> np.ndarray:
+    """Convert ``value`` to an int64 array of indices; with ``size``, check ``0 <= index < size``."""
+    arr = np.asarray(value)
+    if arr.size == 0:
+        arr = arr.astype(np.int64)
+    if arr.dtype == bool or not (
+        np.issubdtype(arr.dtype, np.integer)
+        or (np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+    ):
+        raise TypeError(f"`{name}` must contain integers; got {_describe(value)}.")
+    arr = arr.astype(np.int64)
+    if arr.ndim != ndim:
+        raise ValueError(f"`{name}` must be a {ndim}-D array of integers; got shape {arr.shape}.")
+    if size is not None and arr.size and (arr.min() < 0 or arr.max() >= size):
+        bad = arr[(arr < 0) | (arr >= size)].flat[0]
+        raise ValueError(f"`{name}` must contain indices in [0, {size - 1}]; got {int(bad)}.")
+    return arr
+
+
+def check_shape(arr: np.ndarray, shape: Sequence[int | None], name: str) -> None:
+    """Check ``arr.shape`` against ``shape`` (``None`` matches any length)."""
+    ok = arr.ndim == len(shape) and all(s is None or s == a for s, a in zip(shape, arr.shape))
+    if not ok:
+        want = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise ValueError(f"`{name}` must have shape {want}; got {arr.shape}.")
+
+
+def check_int(value, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Check that ``value`` is an integer in ``[minimum, maximum]`` and return it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {_describe(value)}.")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}; got {value}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"`{name}` must be <= {maximum}; got {value}.")
+    return value
+
+
+def check_positive(value, name: str, *, strict: bool = True) -> float:
+    """Check that ``value`` is a finite real number ``> 0`` (``>= 0`` when ``strict=False``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {_describe(value)}.")
+    value = float(value)
+    if not np.isfinite(value) or value < 0 or (strict and value == 0):
+        raise ValueError(f"`{name}` must be a finite number {'>' if strict else '>='} 0; got {value}.")
+    return value
+
+
+def check_finite(value, name: str) -> float:
+    """Check that ``value`` is a finite real number and return it as ``float``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {_describe(value)}.")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"`{name}` must be finite; got {value}.")
+    return value
+
+
+def check_choice(value, name: str, choices: Sequence[str]) -> str:
+    """Check that ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {', '.join(repr(c) for c in choices)}; got {value!r}.")
+    return value
+
+
+def check_rng(rng) -> np.random.Generator:
+    """Normalize ``rng`` (None, int seed or Generator) to a ``numpy.random.Generator``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)):
+        if rng is not None and rng < 0:
+            raise ValueError(f"`rng` must be a non-negative seed, None or a numpy Generator; got {rng}.")
+        return np.random.default_rng(rng)
+    if isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    raise TypeError(f"`rng` must be None, an int seed or a numpy.random.Generator; got {_describe(rng)}.")

@@ -1,0 +1,92 @@
+import re
+
+import numpy as np
+import pytest
+
+from tractable import CardinalityFactor, FactorGraph, TableFactor
+
+
+def small_graph():
+    fg = FactorGraph([2, 3, 2], names=["a", "b", "c"])
+    rng = np.random.default_rng(0)
+    fg.add_factor(TableFactor([0, 1], rng.normal(size=(2, 3))))
+    fg.add_factor(TableFactor([1, 2], rng.normal(size=(3, 2))))
+    fg.add_factor(TableFactor([2], np.array([0.0, -np.inf])))
+    return fg
+
+
+def test_score_single_and_batch_agree():
+    fg = small_graph()
+    batch = np.array([[0, 0, 0], [1, 2, 0], [1, 1, 1]])
+    scores = fg.score(batch)
+    assert scores.shape == (3,)
+    for row, s in zip(batch, scores):
+        assert fg.score(row) == s
+    assert scores[2] == -np.inf
+
+
+def test_score_is_sum_of_tables():
+    fg = small_graph()
+    t0, t1, t2 = (f.log_table for f in fg.factors)
+    assert fg.score([1, 2, 0]) == pytest.approx(t0[1, 2] + t1[2, 0] + t2[0], rel=1e-15)
+
+
+def test_condition_keeps_scores_of_consistent_assignments():
+    fg = small_graph()
+    sub = fg.condition({"b": 1})
+    assert sub.n_variables == 2 and sub.names == ("a", "c")
+    assert sub.kept_variables.tolist() == [0, 2]
+    for a in range(2):
+        for c in range(2):
+            assert sub.score([a, c]) == fg.score([a, 1, c])
+
+
+def test_condition_folds_fully_observed_factors_into_constant():
+    fg = small_graph()
+    sub = fg.condition({0: 1, 1: 2, 2: 0})
+    assert sub.n_variables == 0
+    assert sub.constant == pytest.approx(fg.score([1, 2, 0]), rel=1e-15)
+
+
+def test_inputs_not_mutated():
+    table = np.zeros((2, 2))
+    f = TableFactor([0, 1], table)
+    table[0, 0] = 5.0
+    assert f.log_table[0, 0] == 0.0
+    with pytest.raises(ValueError):
+        f.log_table[0, 0] = 1.0
+
+
+def test_cardinality_factor_table_matches_counts():
+    f = CardinalityFactor([0, 1, 2], [0.0, 1.0, 2.0, -np.inf])
+    t = f.to_table()
+    assert t.shape == (2, 2, 2)
+    assert t[1, 1, 0] == 2.0 and t[1, 1, 1] == -np.inf
+    sub = f.condition({1: 1})
+    assert sub.log_potentials.tolist() == [1.0, 2.0, -np.inf]
+
+
+@pytest.mark.parametrize(
+    "build, exc, message",
+    [
+        (lambda: FactorGraph([2, 1]), ValueError, "`cardinalities` must be integers >= 2; got 1 for variable 1."),
+        (lambda: TableFactor([0, 0], np.zeros((2, 2))), ValueError, "`variables` must list distinct variables"),
+        (lambda: TableFactor([0], [np.nan, 0.0]), ValueError, "`log_table` must not contain NaN"),
+        (lambda: TableFactor([0], [np.inf, 0.0]), ValueError, "`log_table` must not contain +inf"),
+        (lambda: TableFactor([0, 1], np.zeros(2)), ValueError, "`log_table` must have one axis per variable"),
+        (lambda: FactorGraph([2]).add_factor(TableFactor([0], np.zeros(3))), ValueError,
+         "must have shape (2,) (their cardinalities); got (3,)"),
+        (lambda: FactorGraph([2]).add_factor(TableFactor([1], np.zeros(2))), ValueError,
+         "refers to variable 1, but the graph has 1 variables"),
+        (lambda: FactorGraph([2]).add_factor(np.zeros(2)), TypeError, "`factor` must be a Factor"),
+        (lambda: small_graph().condition({"z": 0}), ValueError, "unknown variable 'z'"),
+        (lambda: small_graph().condition({1: 3}), ValueError, "`evidence` gives variable 1 the state 3, outside 0..2"),
+        (lambda: small_graph().score([0, 3, 0]), ValueError, "`assignment` gives variable 1 the state 3"),
+        (lambda: small_graph().score([0, 1]), ValueError, "`assignment` must have 3 entries per row"),
+        (lambda: FactorGraph([3]).add_factor(CardinalityFactor([0], [0, 0])), ValueError,
+         "a CardinalityFactor needs binary variables"),
+    ],
+)
+def test_bad_input_messages(build, exc, message):
+    with pytest.raises(exc, match=re.escape(message)):
+        build()
