@@ -14,6 +14,7 @@ _LAZY = {
     "CLIQUE_KINDS": ".clique_benchmark",
     "opinion_diffusion": ".opinion_diffusion",
     "random_factor_graph": ".factor_graphs",
+    "grid_factor_graph": ".factor_graphs",
 }
 
 __all__ = sorted(_LAZY)

@@ -1,0 +1,25 @@
+"""Reading and writing models, evidence and results (UAI competition formats)."""
+
+from .uai import (
+    read_evidence,
+    read_map,
+    read_mar,
+    read_uai,
+    write_evidence,
+    write_map,
+    write_mar,
+    write_pr,
+    write_uai,
+)
+
+__all__ = [
+    "read_evidence",
+    "read_map",
+    "read_mar",
+    "read_uai",
+    "write_evidence",
+    "write_map",
+    "write_mar",
+    "write_pr",
+    "write_uai",
+]
