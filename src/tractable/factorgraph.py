@@ -107,7 +107,7 @@ class TableFactor(Factor):
                 f"`log_table` must have one axis per variable ({len(self.variables)} axes for variables "
                 f"{self.variables.tolist()}); got shape {table.shape}."
             )
-        if table.size and min(table.shape) < 1:
+        if table.ndim and min(table.shape) < 1:
             raise ValueError(f"`log_table` must not have empty axes; got shape {table.shape}.")
         table.flags.writeable = False
         self.log_table = table

@@ -1,5 +1,6 @@
 """Reading and writing models, evidence and results (UAI competition formats)."""
 
+from .pgmpy_interop import from_pgmpy, read_bif
 from .uai import (
     read_evidence,
     read_map,
@@ -13,6 +14,8 @@ from .uai import (
 )
 
 __all__ = [
+    "from_pgmpy",
+    "read_bif",
     "read_evidence",
     "read_map",
     "read_mar",

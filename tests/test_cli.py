@@ -1,0 +1,57 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tractable.cli import main
+from tractable.datasets import random_factor_graph
+from tractable.exact import enumerate_map, enumerate_marginals
+from tractable.io import read_map, read_mar, write_evidence, write_uai
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert "tractable 0.1.0" in capsys.readouterr().out
+
+
+def test_solve_mar_map_pr_match_enumeration(tmp_path, capsys):
+    fg = random_factor_graph(7, 9, max_cardinality=3, p_forbidden=0.1, rng=5)
+    write_uai(tmp_path / "m.uai", fg)
+    write_evidence(tmp_path / "m.evid", {2: 1})
+    sub = fg.condition({2: 1})
+    ref = enumerate_marginals(sub)
+    for method in ("auto", "enumerate", "ve"):
+        assert main(["solve", str(tmp_path / "m.uai"), "--evid", str(tmp_path / "m.evid"), "--task", "MAR",
+                     "--method", method, "-o", str(tmp_path / "out.MAR")]) == 0
+        marg = read_mar(tmp_path / "out.MAR")
+        assert marg[2].tolist() == [0.0, 1.0]
+        kept = [m for v, m in enumerate(marg) if v != 2]
+        for a, b in zip(kept, ref.marginals):
+            np.testing.assert_allclose(a, b, atol=1e-12)  # tables pass through exp/log: a few ulps
+    assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAP", "-o", str(tmp_path / "out.MAP")]) == 0
+    assignment = read_map(tmp_path / "out.MAP")
+    assert fg.score(assignment) == pytest.approx(enumerate_map(fg).score, rel=1e-12)
+    capsys.readouterr()
+    assert main(["solve", str(tmp_path / "m.uai"), "--task", "PR"]) == 0
+    out = capsys.readouterr().out.split()
+    assert out[0] == "PR"
+    assert float(out[1]) == pytest.approx(enumerate_marginals(fg).log_partition / np.log(10), rel=1e-12)
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "bad.uai"
+    bad.write_text("MARKOV\n2\n2\n")
+    exe = [sys.executable, "-m", "tractable.cli"]
+    for args in (["solve", str(bad), "--task", "MAR"], ["solve", str(tmp_path / "missing.uai"), "--task", "MAR"]):
+        r = subprocess.run(exe + args, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_demo_prints_a_table(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "problem" in out and "variable elimination" in out
