@@ -1,0 +1,55 @@
+"""Result of MPE inference in a hinge-loss MRF."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["MPEResult"]
+
+
+@dataclass(frozen=True)
+class MPEResult:
+    """A most probable explanation (MPE) of a hinge-loss MRF.
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_variables,)
+        The assignment (read-only), fixed variables included at their fixed values.
+    objective : float
+        ``sum_j w_j max(c_j·x + b_j, 0)^p_j`` at ``x`` (the energy; lower is more probable).
+    converged : bool
+        ADMM: both residuals met their tolerances; reference solvers: an optimum was found.
+    n_iter : int
+        ADMM iterations (reference solvers: their iteration count, or 0 where not reported).
+    primal_residual, dual_residual : float
+        ADMM residuals ``||x_local - z||`` and ``rho ||z - z_prev||`` over all local copies at the
+        last iteration (NaN for reference solvers).
+    max_violation : float
+        Largest violation of a constraint, of the box [0, 1] or of a fixed value at ``x``.
+    status : str
+        ``"converged"``, ``"max_iter_reached"``, ``"time_limit_reached"`` (ADMM), ``"optimal"``,
+        ``"infeasible"``, ``"error"`` (reference solvers).
+    time : float
+        Wall-clock seconds spent.
+    method : str
+        ``"admm"``, ``"highs"`` or ``"clarabel"``.
+    message : str
+        A human-readable account of how the solver stopped.
+    rho : float
+        ADMM step size at the last iteration (differs from the given ``rho`` with adaptive rho).
+    """
+
+    x: np.ndarray
+    objective: float
+    converged: bool
+    n_iter: int
+    primal_residual: float
+    dual_residual: float
+    max_violation: float
+    status: str
+    time: float
+    method: str
+    message: str = ""
+    rho: float = float("nan")

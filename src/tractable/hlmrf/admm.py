@@ -1,0 +1,205 @@
+"""MPE inference in hinge-loss MRFs by consensus ADMM (Bach et al. 2012, Sec. 2.2 and 3).
+
+Every potential and every constraint gets local copies of its variables and Lagrange multipliers;
+each iteration solves all local problems exactly (:mod:`tractable.hlmrf.updates`), averages the
+copies into the consensus variables (clipped to [0, 1]) and updates the multipliers. The whole
+iteration is one compiled pass over flat arrays (:func:`tractable.hlmrf._kernels.admm_run`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from .._results import ConvergenceWarning, frozen_array
+from .._validate import as_float_array, check_choice, check_int, check_positive
+from . import _kernels
+from ._result import MPEResult
+from .model import HLMRF
+
+__all__ = ["solve", "METHODS"]
+
+#: solver name -> "module:function" (reference solvers are imported on use)
+METHODS = {
+    "admm": "admm",
+    "highs": "reference:solve_highs",
+    "clarabel": "reference:solve_clarabel",
+}
+
+
+def solve(
+    model: HLMRF,
+    method: str = "admm",
+    *,
+    rho: float = 1.0,
+    eps_abs: float = 1e-5,
+    eps_rel: float = 1e-3,
+    max_iter: int = 25_000,
+    x0=None,
+    time_limit: float | None = None,
+    progress: bool = False,
+    adaptive_rho: bool = True,
+    over_relaxation: float = 1.0,
+    repair: bool = False,
+) -> MPEResult:
+    """Find a most probable explanation (MPE) of a hinge-loss MRF.
+
+    Minimizes ``sum_j w_j max(c_j·x + b_j, 0)^p_j`` over ``x`` in ``[0, 1]^n`` subject to the
+    model's linear constraints and fixed variables.
+
+    Parameters
+    ----------
+    model : HLMRF
+    method : {"admm", "highs", "clarabel"}
+        ``"admm"``: consensus ADMM (Bach et al. 2012) with exact local updates for any arity.
+        ``"highs"``: the exact linear program (all potentials with ``p = 1``) solved by HiGHS through
+        :func:`scipy.optimize.linprog`. ``"clarabel"``: the exact quadratic program solved by the
+        Clarabel interior-point solver (the ``ref`` extra).
+    rho : float
+        ADMM step size (initial value when ``adaptive_rho``).
+    eps_abs, eps_rel : float
+        ADMM stopping tolerances: stop when ``||r|| <= sqrt(p) eps_abs + eps_rel max(||x||, ||z||)`` and
+        ``||s|| <= sqrt(p) eps_abs + eps_rel ||y||`` with ``p`` the number of local copies (Boyd et
+        al. 2011, Sec. 3.3.1; PSL's defaults).
+    max_iter : int
+        ADMM iteration budget.
+    x0 : array_like of shape (n_variables,), optional
+        ADMM warm start (clipped to [0, 1]); default all zeros.
+    time_limit : float, optional
+        Seconds after which ADMM stops with ``status="time_limit_reached"`` (reference solvers pass
+        it on as their own limit).
+    progress : bool
+        Show a tqdm progress bar (ADMM).
+    adaptive_rho : bool
+        Residual balancing (Boyd et al. 2011, Sec. 3.4.1, on residuals normalized by their
+        tolerances): every 10 iterations ``rho`` is doubled when the primal residual is ten times
+        further from its tolerance than the dual one, and halved in the opposite case; the
+        multipliers are unscaled, so they need no rescaling. Adaptation stops after
+        ``max_iter // 2`` iterations so that the final phase is plain ADMM with a fixed ``rho``.
+    over_relaxation : float
+        ``alpha`` in (0, 2): the consensus and multiplier updates use ``alpha x + (1 - alpha) z``
+        (Boyd et al. 2011, Sec. 3.4.3); 1 is plain ADMM.
+    repair : bool
+        Replace the answer by :func:`tractable.hlmrf.project_feasible` of it (a nearby feasible
+        point), as the paper does before measuring suboptimality.
+
+    Returns
+    -------
+    MPEResult
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ADMM stops before meeting its tolerances (an infeasible model never meets them; its
+        result has ``converged=False`` and a large ``max_violation``).
+    """
+    if not isinstance(model, HLMRF):
+        raise TypeError(f"`model` must be an HLMRF; got {type(model).__name__}.")
+    check_choice(method, "method", tuple(METHODS))
+    time_limit = None if time_limit is None else check_positive(time_limit, "time_limit")
+    if x0 is not None:
+        x0 = as_float_array(x0, "x0", ndim=1, allow_neginf=False)
+        if x0.shape != (model.n_variables,):
+            raise ValueError(f"`x0` must have shape ({model.n_variables},); got {x0.shape}.")
+    if method != "admm":
+        import importlib
+
+        mod, func = METHODS[method].split(":")
+        res = getattr(importlib.import_module(f".{mod}", __package__), func)(model, time_limit=time_limit)
+    else:
+        res = _solve_admm(
+            model, rho=check_positive(rho, "rho"), eps_abs=check_positive(eps_abs, "eps_abs", strict=False),
+            eps_rel=check_positive(eps_rel, "eps_rel", strict=False),
+            max_iter=check_int(max_iter, "max_iter", minimum=1),
+            x0=x0, time_limit=time_limit, progress=bool(progress), adaptive_rho=bool(adaptive_rho),
+            alpha=_check_alpha(over_relaxation),
+        )
+    if repair:
+        from dataclasses import replace
+
+        from .repair import project_feasible
+
+        t0 = time.perf_counter()
+        xr = project_feasible(model, res.x)
+        res = replace(res, x=frozen_array(xr), objective=model.objective(xr), max_violation=model.max_violation(xr),
+                      time=res.time + time.perf_counter() - t0)
+    return res
+
+
+def _check_alpha(alpha) -> float:
+    alpha = check_positive(alpha, "over_relaxation")
+    if not alpha < 2.0:
+        raise ValueError(f"`over_relaxation` must lie in (0, 2); got {alpha}.")
+    return alpha
+
+
+#: iterations between convergence reports to Python (time limit, progress, adaptive rho)
+_CHUNK = 10
+_MU, _TAU = 10.0, 2.0
+
+
+def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, alpha):
+    t0 = time.perf_counter()
+    comp = model._compile()
+    n_free = comp.free.size
+    z = np.zeros(n_free) if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
+    x = z[comp.idx]
+    y = np.zeros(comp.idx.size)
+    cnt = np.bincount(comp.idx, minlength=n_free).astype(np.float64)
+    stats = np.zeros(4)
+    n_iter = 0
+    status = "max_iter_reached"
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_iter, desc="ADMM", unit="it")
+    try:
+        if comp.idx.size == 0:
+            status = "converged"
+        while status != "converged" and n_iter < max_iter:
+            steps = min(_CHUNK, max_iter - n_iter)
+            done = _kernels.admm_run(comp.indptr, comp.idx, comp.coef, comp.const, comp.weight, comp.kind, cnt,
+                                     x, y, z, rho, alpha, eps_abs, eps_rel, steps, stats)
+            n_iter += done
+            if bar is not None:
+                bar.update(done)
+                bar.set_postfix(primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}", refresh=False)
+            if done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3]):
+                status = "converged"
+                break
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                status = "time_limit_reached"
+                break
+            if adaptive_rho and n_iter < max_iter // 2:
+                rp = stats[0] / max(stats[2], 1e-300)
+                rd = stats[1] / max(stats[3], 1e-300)
+                if rp > _MU * rd:
+                    rho *= _TAU
+                elif rd > _MU * rp:
+                    rho /= _TAU
+    finally:
+        if bar is not None:
+            bar.close()
+    full = comp.x_fixed.copy()
+    full[comp.free] = z
+    viol = model.max_violation(full)
+    converged = status == "converged"
+    message = {
+        "converged": f"residuals below tolerance after {n_iter} iterations",
+        "max_iter_reached": f"stopped after max_iter={max_iter} iterations",
+        "time_limit_reached": f"stopped by time_limit={time_limit} s after {n_iter} iterations",
+    }[status]
+    if not converged:
+        warnings.warn(
+            f"ADMM {message} (primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, "
+            f"max violation {viol:.3g}); the model may be infeasible, or increase max_iter.",
+            ConvergenceWarning, stacklevel=3,
+        )
+    return MPEResult(
+        x=frozen_array(full), objective=model.objective(full), converged=converged, n_iter=n_iter,
+        primal_residual=float(stats[0]), dual_residual=float(stats[1]), max_violation=viol, status=status,
+        time=time.perf_counter() - t0, method="admm", message=message, rho=float(rho),
+    )

@@ -1,0 +1,139 @@
+"""Reference solvers: the exact LP (HiGHS) and QP (Clarabel) of MPE inference in hinge-loss MRFs.
+
+Each potential ``w max(c·x + b, 0)^p`` gets a slack variable ``t >= max(c·x + b, 0)`` (rows
+``c·x - t <= -b`` and ``t >= 0``) whose cost is ``w t`` (``p = 1``) or ``w t^2`` (``p = 2``); the
+constraints and the box ``[0, 1]`` are passed on as they are. Fixed variables are folded into the
+constants first. Used by the tests and the benchmark as the exact optimum.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._results import frozen_array
+from . import _kernels
+from ._result import MPEResult
+
+__all__ = ["solve_highs", "solve_clarabel"]
+
+
+def _term_matrix(comp, rows: np.ndarray, n_free: int) -> sp.csr_matrix:
+    full = sp.csr_matrix((comp.coef, comp.idx, comp.indptr), shape=(comp.indptr.size - 1, n_free))
+    return full[rows]
+
+
+def _result(model, comp, xfree, *, status, n_iter, t0, method, message) -> MPEResult:
+    full = comp.x_fixed.copy()
+    if xfree is not None:
+        full[comp.free] = np.clip(xfree, 0.0, 1.0)
+        objective, viol = model.objective(full), model.max_violation(full)
+    else:
+        full[comp.free] = np.nan
+        objective, viol = float("nan"), float("nan")
+    return MPEResult(
+        x=frozen_array(full), objective=objective, converged=status == "optimal", n_iter=int(n_iter),
+        primal_residual=float("nan"), dual_residual=float("nan"), max_violation=viol, status=status,
+        time=time.perf_counter() - t0, method=method, message=message,
+    )
+
+
+def solve_highs(model, *, time_limit: float | None = None) -> MPEResult:
+    """Solve the MPE linear program of a model whose potentials all have ``p = 1`` with HiGHS.
+
+    Returns an :class:`MPEResult` with ``status`` ``"optimal"``, ``"infeasible"``,
+    ``"time_limit_reached"`` or ``"error"``.
+    """
+    from scipy.optimize import linprog
+
+    t0 = time.perf_counter()
+    comp = model._compile()
+    kind = comp.kind
+    if np.any(kind == _kernels.KIND_SQUARED):
+        raise ValueError("`method`='highs' solves only models whose potentials all have p = 1; use 'clarabel'.")
+    n = comp.free.size
+    pot = np.flatnonzero(kind == _kernels.KIND_HINGE)
+    leq = np.flatnonzero(kind == _kernels.KIND_LEQ)
+    eq = np.flatnonzero(kind == _kernels.KIND_EQ)
+    m = pot.size
+    cost = np.concatenate([np.zeros(n), comp.weight[pot]])
+    a_pot = sp.hstack([_term_matrix(comp, pot, n), -sp.identity(m, format="csr")])
+    a_leq = sp.hstack([_term_matrix(comp, leq, n), sp.csr_matrix((leq.size, m))])
+    a_ub = sp.vstack([a_pot, a_leq], format="csr")
+    b_ub = -np.concatenate([comp.const[pot], comp.const[leq]])
+    a_eq = b_eq = None
+    if eq.size:
+        a_eq = sp.hstack([_term_matrix(comp, eq, n), sp.csr_matrix((eq.size, m))], format="csr")
+        b_eq = -comp.const[eq]
+    bounds = np.column_stack([np.zeros(n + m), np.concatenate([np.ones(n), np.full(m, np.inf)])])
+    options = {"presolve": True}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    if a_ub.shape[0] == 0:
+        a_ub = b_ub = None
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=options)
+    status = {0: "optimal", 2: "infeasible", 1: "time_limit_reached"}.get(res.status, "error")
+    xfree = res.x[:n] if res.x is not None and status in ("optimal", "time_limit_reached") else None
+    return _result(model, comp, xfree, status=status, n_iter=getattr(res, "nit", 0) or 0, t0=t0, method="highs",
+                   message=str(res.message))
+
+
+def solve_clarabel(model, *, time_limit: float | None = None) -> MPEResult:
+    """Solve the MPE quadratic program (any mix of ``p = 1`` and ``p = 2``) with Clarabel.
+
+    Clarabel's interior-point method is called directly with the problem in its standard form
+    (``min 1/2 v'Pv + q'v`` s.t. ``Av + s = b``, ``s`` in a product of zero and non-negative cones).
+    Needs the ``clarabel`` package (``pip install tractable[ref]``).
+    """
+    try:
+        import clarabel
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError("`method`='clarabel' needs the clarabel package: pip install 'tractable[ref]'.") from err
+    t0 = time.perf_counter()
+    comp = model._compile()
+    kind = comp.kind
+    n = comp.free.size
+    pot = np.flatnonzero((kind == _kernels.KIND_HINGE) | (kind == _kernels.KIND_SQUARED))
+    leq = np.flatnonzero(kind == _kernels.KIND_LEQ)
+    eq = np.flatnonzero(kind == _kernels.KIND_EQ)
+    m = pot.size
+    w = comp.weight[pot]
+    sq = kind[pot] == _kernels.KIND_SQUARED
+    p_diag = np.concatenate([np.zeros(n), np.where(sq, 2.0 * w, 0.0)])
+    p_mat = sp.diags(p_diag, format="csc")
+    q = np.concatenate([np.zeros(n), np.where(sq, 0.0, w)])
+    eye_m = sp.identity(m, format="csr")
+    eye_n = sp.identity(n, format="csr")
+    blocks = [
+        sp.hstack([_term_matrix(comp, eq, n), sp.csr_matrix((eq.size, m))]),  # zero cone
+        sp.hstack([_term_matrix(comp, pot, n), -eye_m]),  # c·x - t <= -b
+        sp.hstack([sp.csr_matrix((m, n)), -eye_m]),  # -t <= 0
+        sp.hstack([_term_matrix(comp, leq, n), sp.csr_matrix((leq.size, m))]),  # c·x <= -b
+        sp.hstack([eye_n, sp.csr_matrix((n, m))]),  # x <= 1
+        sp.hstack([-eye_n, sp.csr_matrix((n, m))]),  # -x <= 0
+    ]
+    a_mat = sp.vstack(blocks, format="csc")
+    rhs = np.concatenate([-comp.const[eq], -comp.const[pot], np.zeros(m), -comp.const[leq], np.ones(n), np.zeros(n)])
+    cones = []
+    if eq.size:
+        cones.append(clarabel.ZeroConeT(int(eq.size)))
+    cones.append(clarabel.NonnegativeConeT(int(a_mat.shape[0] - eq.size)))
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    if time_limit is not None:
+        settings.time_limit = float(time_limit)
+    sol = clarabel.DefaultSolver(p_mat, q, a_mat, rhs, cones, settings).solve()
+    name = str(sol.status)
+    if name in ("Solved", "AlmostSolved"):
+        status = "optimal"
+    elif "Infeasible" in name:
+        status = "infeasible"
+    elif name == "MaxTime":
+        status = "time_limit_reached"
+    else:
+        status = "error"
+    xfree = np.asarray(sol.x)[:n] if status in ("optimal", "time_limit_reached") else None
+    return _result(model, comp, xfree, status=status, n_iter=sol.iterations, t0=t0, method="clarabel",
+                   message=f"Clarabel status {name}")
