@@ -70,7 +70,10 @@ def machine_info() -> dict:
 
 
 def best_time(fn, *, repeat: int = 5, min_time: float = 0.0):
-    """Run ``fn()`` ``repeat`` times (more while the total is under ``min_time`` s); return (best seconds, last value)."""
+    """Run ``fn()`` ``repeat`` times (more while the total is under ``min_time`` s).
+
+    Returns ``(best seconds, value of the last call)``.
+    """
     best = float("inf")
     value = None
     total = 0.0
