@@ -1,0 +1,244 @@
+"""Compiled kernels of the clique-MAP algorithms.
+
+They assume validated input: ``phi`` float64 (n, m) without NaN/+inf, labels int64 in range, and the
+potential given by its family code (0 SUM, 1 MAX, 2 MAJORITY; see ``potentials.py``) with
+``table`` (m, >= n+1) float64 for SUM/MAX and ``W`` (m, m) float64 for MAJORITY (the unused one is a
+dummy (1, 1) array). ``-inf`` entries are allowed everywhere; no ``inf - inf`` is ever formed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["clique_value", "expansion_move", "icm_sweep", "sweep_majority", "sweep_values"]
+
+
+@njit(cache=True)
+def clique_value(c, code, table, W):
+    """Potential value of one count vector ``c`` (m,) for the SUM / MAX / MAJORITY families."""
+    m = c.shape[0]
+    if code == 0:
+        s = 0.0
+        for y in range(m):
+            s += table[y, c[y]]
+        return s
+    if code == 1:
+        s = -np.inf
+        for y in range(m):
+            v = table[y, c[y]]
+            if v > s:
+                s = v
+        return s
+    a = 0
+    for y in range(1, m):
+        if c[y] > c[a]:
+            a = y
+    s = 0.0
+    for y in range(m):
+        s += W[a, y] * c[y]
+    return s
+
+
+@njit(cache=True)
+def sweep_values(C0, frm, to, code, table, W):
+    """Clique values along sweeps.
+
+    Sweep ``p`` starts at counts ``C0[p]`` (m,); at step ``k`` (1-based) one node moves from label
+    ``frm[p, k-1]`` to ``to[p, k-1]``. Returns ``out`` (P, n+1) with ``out[p, k]`` the potential after
+    ``k`` steps. O(P n m).
+    """
+    P, n = frm.shape
+    m = C0.shape[1]
+    out = np.empty((P, n + 1))
+    c = np.empty(m, dtype=np.int64)
+    for p in range(P):
+        for y in range(m):
+            c[y] = C0[p, y]
+        out[p, 0] = clique_value(c, code, table, W)
+        for k in range(n):
+            c[frm[p, k]] -= 1
+            c[to[p, k]] += 1
+            out[p, k + 1] = clique_value(c, code, table, W)
+    return out
+
+
+@njit(cache=True)
+def sweep_majority(C0, frm, to):
+    """Majority label (lowest index among ties) along the sweeps of :func:`sweep_values`, (P, n+1)."""
+    P, n = frm.shape
+    m = C0.shape[1]
+    out = np.empty((P, n + 1), dtype=np.int64)
+    c = np.empty(m, dtype=np.int64)
+    for p in range(P):
+        for y in range(m):
+            c[y] = C0[p, y]
+        for k in range(n + 1):
+            if k > 0:
+                c[frm[p, k - 1]] -= 1
+                c[to[p, k - 1]] += 1
+            a = 0
+            for y in range(1, m):
+                if c[y] > c[a]:
+                    a = y
+            out[p, k] = a
+    return out
+
+
+@njit(cache=True)
+def icm_sweep(phi, labels, counts, order, code, table, W, tol):
+    """One ICM sweep in ``order``, in place on ``labels`` and ``counts``; returns the number of changes.
+
+    Each node takes the label that maximizes ``phi[u, y] + C(counts with u relabelled y)``; it moves
+    only when that beats its current label by more than ``tol`` (so ties never cycle).
+    """
+    m = phi.shape[1]
+    changed = 0
+    for t in range(order.shape[0]):
+        u = order[t]
+        cur = labels[u]
+        counts[cur] -= 1
+        best = cur
+        counts[cur] += 1
+        cur_val = phi[u, cur] + clique_value(counts, code, table, W)
+        counts[cur] -= 1
+        best_val = cur_val
+        for y in range(m):
+            if y == cur:
+                continue
+            counts[y] += 1
+            v = phi[u, y] + clique_value(counts, code, table, W)
+            counts[y] -= 1
+            if v > best_val:
+                best_val = v
+                best = y
+        if best != cur and best_val > cur_val + tol:
+            labels[u] = best
+            counts[best] += 1
+            changed += 1
+        else:
+            counts[cur] += 1
+    return changed
+
+
+@njit(cache=True)
+def _move_key(a, b):
+    # phi[u, alpha] - phi[u, y] without inf - inf: a forbidden target never moves first
+    if a == -np.inf:
+        return -np.inf
+    if b == -np.inf:
+        return np.inf
+    return a - b
+
+
+@njit(cache=True)
+def expansion_move(phi, labels, alpha, table, tol):
+    """Optimal alpha-expansion move for a SUM potential by the dynamic program of Sec. 3.2.1 of [1].
+
+    For every label ``i != alpha`` the nodes labelled ``i`` are sorted by ``phi[u, alpha] - phi[u, i]``;
+    an optimal move switches a top prefix of each list. ``D_i(k)``, the best score with ``k`` nodes of
+    labels ``<= i`` switched, is a (max, +) convolution over ``i``; O(n^2 + n m) per move.
+
+    Returns ``(new_labels, improved)``; ``new_labels`` is ``labels`` itself when the best move does not
+    beat the current labelling by more than ``tol``.
+    """
+    n, m = phi.shape
+    counts = np.zeros(m, dtype=np.int64)
+    for u in range(n):
+        counts[labels[u]] += 1
+    # nodes grouped by label, each group sorted by decreasing move key
+    start = np.zeros(m + 1, dtype=np.int64)
+    for y in range(m):
+        start[y + 1] = start[y] + counts[y]
+    fill = start[:m].copy()
+    nodes = np.empty(n, dtype=np.int64)
+    for u in range(n):
+        y = labels[u]
+        nodes[fill[y]] = u
+        fill[y] += 1
+    for y in range(m):
+        if y == alpha or counts[y] < 2:
+            continue
+        grp = nodes[start[y]:start[y + 1]].copy()
+        keys = np.empty(grp.shape[0])
+        for t in range(grp.shape[0]):
+            keys[t] = -_move_key(phi[grp[t], alpha], phi[grp[t], y])
+        srt = np.argsort(keys, kind="mergesort")
+        for t in range(grp.shape[0]):
+            nodes[start[y] + t] = grp[srt[t]]
+    N = n - counts[alpha]
+    D = np.full(N + 1, -np.inf)
+    D[0] = 0.0
+    choice = np.zeros((m, N + 1), dtype=np.int64)
+    total = 0
+    g = np.empty(n + 1)
+    for i in range(m):
+        if i == alpha:
+            continue
+        ni = counts[i]
+        s0 = start[i]
+        # g[j]: label i keeps its last ni - j nodes, its top j go to alpha
+        keep = 0.0
+        for t in range(ni):
+            keep += phi[nodes[s0 + t], i]
+        acc_alpha = 0.0
+        acc_keep = keep
+        for j in range(ni + 1):
+            if j > 0:
+                u = nodes[s0 + j - 1]
+                acc_alpha += phi[u, alpha]
+                # recompute the kept sum when -inf makes subtraction unsafe
+                if acc_keep == -np.inf:
+                    acc_keep = 0.0
+                    for t in range(j, ni):
+                        acc_keep += phi[nodes[s0 + t], i]
+                else:
+                    acc_keep -= phi[u, i]
+            g[j] = table[i, ni - j] + acc_alpha + acc_keep
+        newD = np.full(N + 1, -np.inf)
+        for k in range(total + ni + 1):
+            lo = k - total
+            if lo < 0:
+                lo = 0
+            hi = ni if ni < k else k
+            for j in range(lo, hi + 1):
+                d = D[k - j]
+                if d == -np.inf or g[j] == -np.inf:
+                    continue
+                v = d + g[j]
+                if v > newD[k]:
+                    newD[k] = v
+                    choice[i, k] = j
+        D = newD
+        total += ni
+    base_alpha = 0.0
+    for u in range(n):
+        if labels[u] == alpha:
+            base_alpha += phi[u, alpha]
+    best_k = 0
+    best_v = -np.inf
+    for k in range(N + 1):
+        if D[k] == -np.inf:
+            continue
+        v = D[k] + table[alpha, k + counts[alpha]] + base_alpha
+        if v > best_v:
+            best_v = v
+            best_k = k
+    # value of the current labelling (no node moved)
+    cur = 0.0
+    for u in range(n):
+        cur += phi[u, labels[u]]
+    for y in range(m):
+        cur += table[y, counts[y]]
+    if best_v == -np.inf or best_k == 0 or not best_v > cur + tol:
+        return labels, False
+    out = labels.copy()
+    k = best_k
+    for i in range(m - 1, -1, -1):
+        if i == alpha:
+            continue
+        j = choice[i, k]
+        for t in range(j):
+            out[nodes[start[i] + t]] = alpha
+        k -= j
+    return out, True

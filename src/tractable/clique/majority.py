@@ -1,0 +1,191 @@
+"""MAP for linear majority potentials (Sec. 3.3 of Gupta, Diwan and Sarawagi, ICML 2007).
+
+``C(n) = sum_y W[a, y] n_y`` with ``a`` the majority label (lowest index among ties). Once the
+majority label ``a`` is fixed the potential is a node term, ``phi[u, y] + W[a, y]``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import eye as speye
+from scipy.sparse import kron, vstack
+
+from .._validate import as_float_array, check_shape
+from . import _kernels
+from ._result import CliqueMAPResult, check_phi, make_result, score_parts, tolerance
+from .alpha_pass import pick, sweep_setup
+from .potentials import LinearMajority
+
+__all__ = ["majority_alpha_pass", "majority_exact"]
+
+
+def _check(phi, W):
+    phi = check_phi(phi)
+    n, m = phi.shape
+    if isinstance(W, LinearMajority):
+        W = W.W
+    w = as_float_array(W, "W", ndim=2, allow_neginf=False)
+    check_shape(w, (m, m), "W")
+    return phi, w, LinearMajority(w)
+
+
+def _majority_sweeps(phi, W, alphas):
+    """Sweeps of the modified alpha-pass for the labels ``alphas``.
+
+    Returns ``(order, in_lab, out_lab, node, valid)``: ``node[p, k]`` is the score of candidate ``k``
+    under the potential with majority ``alphas[p]`` (an upper bound on every labelling with
+    ``n_alpha = k``), and ``valid[p, k]`` says whether ``alphas[p]`` is indeed the candidate's
+    majority, in which case ``node[p, k]`` is its true score.
+    """
+    n, m = phi.shape
+    P = alphas.size
+    psi = phi[None, :, :] + W[alphas][:, None, :]  # (P, n, m)
+    rows = np.arange(P)
+    in_val = psi[rows, :, alphas]  # (P, n)
+    masked = psi.copy()
+    masked[rows, :, alphas] = -np.inf
+    out_lab = np.argmax(masked, axis=2)
+    out_val = np.take_along_axis(psi, out_lab[:, :, None], axis=2)[:, :, 0]
+    in_lab = np.broadcast_to(alphas[:, None], (P, n)).copy()
+    order, in_s, out_s, node, C0 = sweep_setup(in_lab, out_lab, in_val, out_val, m)
+    valid = _kernels.sweep_majority(C0, out_s, in_s) == alphas[:, None]
+    return order, in_lab, out_lab, node, valid
+
+
+def _chunks(n, m):
+    per = max(1, (1 << 21) // (n * m))
+    return [np.arange(lo, min(m, lo + per)) for lo in range(0, m, per)]
+
+
+def majority_alpha_pass(phi, W) -> CliqueMAPResult:
+    """Modified alpha-pass for linear majority potentials (Sec. 3.3.1 of [1]_).
+
+    For each label alpha the node potentials become ``phi[u, y] + W[alpha, y]``; the nodes are swept
+    as in :func:`alpha_pass`, and candidates whose majority label is not alpha are discarded.
+
+    Parameters
+    ----------
+    phi : array_like of shape (n, m)
+        Node log-potentials (``-inf`` forbids a label).
+    W : array_like of shape (m, m) or LinearMajority
+        Majority weights, ``C(n) = sum_y W[a, y] n_y`` with ``a = argmax_y n_y``.
+
+    Returns
+    -------
+    CliqueMAPResult
+        ``exact`` is True only for ``m <= 2`` (for ``m > 2`` the ratio can be as low as 1/2, Sec. 3.3.1
+        of [1]_).
+
+    References
+    ----------
+    .. [1] R. Gupta, A. A. Diwan and S. Sarawagi. Efficient inference with cardinality-based clique
+       potentials. ICML 2007.
+    """
+    t0 = time.perf_counter()
+    phi, W, pot = _check(phi, W)
+    n, m = phi.shape
+    if m == 1:
+        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_alpha_pass", True, t0)
+    best_v, best_lab = -np.inf, None
+    for alphas in _chunks(n, m):
+        order, in_lab, out_lab, node, valid = _majority_sweeps(phi, W, alphas)
+        v, lab = pick(np.where(valid, node, -np.inf), order, in_lab, out_lab)
+        if best_lab is None or v > best_v:
+            best_v, best_lab = v, lab
+    return make_result(phi, pot, best_lab, "majority_alpha_pass", m <= 2, t0, n_iter=m)
+
+
+def _solve_subproblem(psi_row_major, finite, n, m, alpha, k):
+    """Degree-constrained bipartite matching for majority ``alpha`` with ``n_alpha = k`` (exact).
+
+    ``max sum_{u,y} psi[u, y] x[u, y]`` subject to ``sum_y x[u, y] = 1``, ``sum_u x[u, alpha] = k``,
+    ``sum_u x[u, y] <= k - 1`` for ``y < alpha`` and ``<= k`` for ``y > alpha`` (so alpha is the
+    majority under the lowest-index tie rule), ``x`` binary. The constraint matrix is the incidence
+    matrix of a bipartite graph, so the LP relaxation has an integral optimum (Sec. 3.3.2 of [1]);
+    HiGHS's MIP solver stops at that root relaxation. Returns labels or None when infeasible.
+    """
+    rows_nodes = kron(speye(n, format="csr"), np.ones((1, m)), format="csr")
+    rows_labels = kron(np.ones((1, n)), speye(m, format="csr"), format="csr")
+    A = vstack([rows_nodes, rows_labels], format="csr")
+    cap = np.where(np.arange(m) < alpha, k - 1, k).astype(np.float64)
+    lo_lab = np.zeros(m)
+    lo_lab[alpha] = k
+    cap[alpha] = k
+    lb = np.concatenate([np.ones(n), lo_lab])
+    ub = np.concatenate([np.ones(n), cap])
+    res = milp(
+        c=-np.where(finite, psi_row_major, 0.0),
+        constraints=LinearConstraint(A, lb, ub),
+        integrality=np.ones(n * m),
+        bounds=Bounds(np.zeros(n * m), finite.astype(np.float64)),
+    )
+    if res.x is None:
+        return None
+    return np.argmax(res.x.reshape(n, m), axis=1)
+
+
+def majority_exact(phi, W) -> CliqueMAPResult:
+    """Exact MAP for linear majority potentials (Sec. 3.3.2 of [1]_).
+
+    For every majority label ``alpha`` and count ``k = n_alpha`` the best labelling is a
+    degree-constrained bipartite matching (nodes to labels, label ``alpha`` used ``k`` times, the
+    others at most ``k`` times, or ``k - 1`` for lower labels, which lose ties), solved exactly with
+    HiGHS. The subproblems share work: one modified alpha-pass sweep per label gives, for every ``k``,
+    the best labelling with ``n_alpha = k`` and no other constraint. That value bounds the subproblem
+    from above, and when that labelling already has majority ``alpha`` it solves the subproblem. Only
+    the remaining subproblems whose bound beats the best labelling found so far reach the solver,
+    in decreasing order of their bound.
+
+    Parameters
+    ----------
+    phi : array_like of shape (n, m)
+        Node log-potentials (``-inf`` forbids a label).
+    W : array_like of shape (m, m) or LinearMajority
+        Majority weights.
+
+    Returns
+    -------
+    CliqueMAPResult
+        ``exact`` is True; ``n_iter`` is the number of matching problems handed to the solver.
+
+    References
+    ----------
+    .. [1] R. Gupta, A. A. Diwan and S. Sarawagi. Efficient inference with cardinality-based clique
+       potentials. ICML 2007.
+    """
+    t0 = time.perf_counter()
+    phi, W, pot = _check(phi, W)
+    n, m = phi.shape
+    if m == 1:
+        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_exact", True, t0)
+    tol = tolerance(phi, pot)
+    best_v, best_lab = -np.inf, None
+    bounds = []  # (bound, alpha, k) of the subproblems the sweeps did not settle
+    kmin = -(-n // m)  # a majority count is at least ceil(n / m)
+    for alphas in _chunks(n, m):
+        order, in_lab, out_lab, node, valid = _majority_sweeps(phi, W, alphas)
+        v, lab = pick(np.where(valid, node, -np.inf), order, in_lab, out_lab)
+        if best_lab is None or v > best_v:
+            best_v, best_lab = v, lab
+        open_ = ~valid & np.isfinite(node)
+        open_[:, :kmin] = False
+        p_idx, k_idx = np.nonzero(open_)
+        bounds += list(zip(node[p_idx, k_idx].tolist(), alphas[p_idx].tolist(), k_idx.tolist()))
+    bounds.sort(key=lambda t: -t[0])
+    finite = np.isfinite(phi).ravel()
+    solved = 0
+    for bound, alpha, k in bounds:
+        if bound <= best_v + tol:
+            break
+        psi = (phi + W[alpha][None, :]).ravel()
+        lab = _solve_subproblem(psi, finite, n, m, alpha, k)
+        solved += 1
+        if lab is None:
+            continue
+        v = sum(score_parts(phi, pot, lab))
+        if v > best_v:
+            best_v, best_lab = v, lab
+    return make_result(phi, pot, best_lab, "majority_exact", True, t0, n_iter=solved)
