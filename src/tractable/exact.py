@@ -195,16 +195,65 @@ def _product(factors: list[_LogFactor], scope: tuple, card: np.ndarray) -> np.nd
     return table
 
 
+def _interaction_graph(fg: FactorGraph) -> list[set]:
+    adj: list[set] = [set() for _ in range(fg.n_variables)]
+    for factor in fg.factors:
+        vs = [int(v) for v in factor.variables]
+        for v in vs:
+            adj[v].update(u for u in vs if u != v)
+    return adj
+
+
+_HEURISTICS = ("auto", "min_fill", "weighted_min_fill", "min_weight", "min_degree")
+
+
+def _greedy_order(adj: list[set], card: np.ndarray, heuristic: str) -> tuple[list[int], int, int]:
+    logc = np.log2(card.astype(np.float64))
+
+    def cost(v):
+        nb = adj[v]
+        weight = float(logc[v] + sum(logc[u] for u in nb))
+        if heuristic == "min_degree":
+            return (len(nb), weight, v)
+        if heuristic == "min_weight":
+            return (weight, len(nb), v)
+        nbl = list(nb)
+        missing = [(a, b) for i, a in enumerate(nbl) for b in nbl[i + 1 :] if b not in adj[a]]
+        if heuristic == "weighted_min_fill":
+            return (sum(float(card[a] * card[b]) for a, b in missing), weight, v)
+        return (len(missing), weight, v)
+
+    remaining = set(range(len(adj)))
+    order: list[int] = []
+    biggest = 1
+    total = 0
+    while remaining:
+        v = min(remaining, key=cost)
+        nb = adj[v]
+        size = int(card[v]) * int(np.prod([int(card[u]) for u in nb], dtype=object)) if nb else int(card[v])
+        biggest = max(biggest, size)
+        total += size
+        for a in nb:
+            adj[a].update(u for u in nb if u != a)
+            adj[a].discard(v)
+        adj[v] = set()
+        remaining.remove(v)
+        order.append(v)
+    return order, biggest, total
+
+
 def elimination_order(fg: FactorGraph, *, heuristic: str = "min_fill") -> tuple[list[int], int]:
     """Greedy elimination order of all variables and the size of the largest cluster it creates.
 
     Parameters
     ----------
     fg : FactorGraph
-    heuristic : {"min_fill", "min_degree"}
-        ``min_fill`` eliminates next the variable whose elimination adds the fewest new edges
-        (ties: the smaller cluster table, then the lower index); ``min_degree`` the one with the
-        fewest neighbours.
+    heuristic : {"auto", "min_fill", "weighted_min_fill", "min_weight", "min_degree"}
+        Which variable to eliminate next: the one whose elimination adds the fewest new edges
+        (``min_fill``), the least product of the cardinalities of the new edges' ends
+        (``weighted_min_fill``), the smallest cluster table (``min_weight``), or the fewest
+        neighbours (``min_degree``); ties go to the smaller cluster, then the lower index.
+        ``auto`` runs the first three and keeps the order with the least total table size.
 
     Returns
     -------
@@ -214,39 +263,15 @@ def elimination_order(fg: FactorGraph, *, heuristic: str = "min_fill") -> tuple[
         Number of entries of the largest cluster table ``{v} ∪ neighbours(v)`` along the order.
     """
     fg = _check_graph(fg)
-    check_choice(heuristic, "heuristic", ("min_fill", "min_degree"))
+    check_choice(heuristic, "heuristic", _HEURISTICS)
     card = fg.cardinalities
-    n = fg.n_variables
-    adj: list[set] = [set() for _ in range(n)]
-    for factor in fg.factors:
-        vs = [int(v) for v in factor.variables]
-        for v in vs:
-            adj[v].update(u for u in vs if u != v)
-    remaining = set(range(n))
-    order: list[int] = []
-    biggest = 1
-
-    def cost(v):
-        nb = adj[v]
-        size = int(card[v]) * int(np.prod([int(card[u]) for u in nb], dtype=object)) if nb else int(card[v])
-        if heuristic == "min_degree":
-            return (len(nb), size, v)
-        nbl = list(nb)
-        fill = sum(1 for i, a in enumerate(nbl) for b in nbl[i + 1 :] if b not in adj[a])
-        return (fill, size, v)
-
-    while remaining:
-        v = min(remaining, key=cost)
-        nb = adj[v]
-        size = int(card[v]) * int(np.prod([int(card[u]) for u in nb], dtype=object)) if nb else int(card[v])
-        biggest = max(biggest, size)
-        for a in nb:
-            adj[a].update(u for u in nb if u != a)
-            adj[a].discard(v)
-        adj[v] = set()
-        remaining.remove(v)
-        order.append(v)
-    return order, biggest
+    candidates = ("min_fill", "weighted_min_fill", "min_weight") if heuristic == "auto" else (heuristic,)
+    best = None
+    for h in candidates:
+        order, biggest, total = _greedy_order(_interaction_graph(fg), card, h)
+        if best is None or (total, biggest) < (best[2], best[1]):
+            best = (order, biggest, total)
+    return best[0], best[1]
 
 
 def variable_elimination(
@@ -256,7 +281,7 @@ def variable_elimination(
     order: list[int] | None = None,
     max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
 ) -> MarginalsResult | MAPResult:
-    """Exact marginals or MAP by variable elimination in a min-fill order.
+    """Exact marginals or MAP by variable elimination in a greedy (min-fill family) order.
 
     Parameters
     ----------
@@ -266,7 +291,7 @@ def variable_elimination(
         elimination, calibrated by an upward and a downward pass); ``"map"`` returns a maximizing
         assignment (max-product elimination, then backward decoding).
     order : list of int, optional
-        Elimination order (every variable once); default: greedy min-fill.
+        Elimination order (every variable once); default: :func:`elimination_order`.
     max_table_size : int, default 2**25
         Largest intermediate table allowed (entries). Checked before any table is built: a model
         whose induced width is too large raises ``ValueError`` instead of running out of memory.
@@ -387,11 +412,7 @@ def variable_elimination(
 
 def _largest_cluster(fg: FactorGraph, order: list[int]) -> int:
     card = fg.cardinalities
-    adj: list[set] = [set() for _ in range(fg.n_variables)]
-    for factor in fg.factors:
-        vs = [int(v) for v in factor.variables]
-        for v in vs:
-            adj[v].update(u for u in vs if u != v)
+    adj = _interaction_graph(fg)
     biggest = 1
     for v in order:
         nb = adj[v]
