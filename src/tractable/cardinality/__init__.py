@@ -1,0 +1,21 @@
+"""Exact inference with cardinality and recursive cardinality potentials (Tarlow et al. 2012).
+
+Binary variables ``y`` in {0, 1}^D with ``p(y) ∝ exp(theta . y + f(sum_d y_d))``:
+:func:`marginals`, :func:`log_partition`, :func:`sample` and :func:`map_assignment` use the
+convolution tree (O(D log^2 D)); :class:`RecursiveCardinalityModel` handles nested subsets with
+their own count potentials; :class:`TreeCardinalityModel` a tree-structured pairwise model plus one
+cardinality potential; :func:`chain_marginals` is the O(D^2) chain baseline.
+"""
+
+from ._result import CardinalityMarginals
+from .chain import chain_marginals
+from .convolution_tree import log_partition, map_assignment, marginals, sample
+
+__all__ = [
+    "CardinalityMarginals",
+    "chain_marginals",
+    "log_partition",
+    "map_assignment",
+    "marginals",
+    "sample",
+]

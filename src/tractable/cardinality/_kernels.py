@@ -1,0 +1,231 @@
+"""numba kernels of the cardinality package; they assume validated input.
+
+All vectors here are non-negative, so direct convolution (a sum of non-negative products) is
+accurate to a few ulps *relative to every entry*, tails included. That is why direct convolution
+is used below the FFT crossover and why the O(D^2) chain algorithm, done in log space, is the
+accuracy reference of the package.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_JIT = {"cache": True, "nogil": True}
+
+
+@numba.njit(**_JIT)
+def conv_direct_batch(a, b):
+    """Row-wise full convolution: ``out[r, k] = sum_j a[r, j] * b[r, k - j]``.
+
+    a : (n, m) and b : (n, p) float64; returns (n, m + p - 1).
+    """
+    n, m = a.shape
+    p = b.shape[1]
+    out = np.zeros((n, m + p - 1))
+    for r in range(n):
+        for j in range(m):
+            aj = a[r, j]
+            if aj == 0.0:
+                continue
+            for i in range(p):
+                out[r, j + i] += aj * b[r, i]
+    return out
+
+
+@numba.njit(**_JIT)
+def corr_direct_batch(a, b, width):
+    """Row-wise correlation: ``out[r, j] = sum_i a[r, j + i] * b[r, i]`` for ``j < width``.
+
+    Entries ``a[r, j + i]`` beyond the row length count as 0.
+    """
+    n, m = a.shape
+    p = b.shape[1]
+    out = np.zeros((n, width))
+    for r in range(n):
+        for j in range(width):
+            s = 0.0
+            top = min(p, m - j)
+            for i in range(top):
+                s += a[r, j + i] * b[r, i]
+            out[r, j] = s
+    return out
+
+
+@numba.njit(**_JIT)
+def maxplus_conv_batch(a, b):
+    """Row-wise max-plus convolution in log space: ``out[r, k] = max_j a[r, j] + b[r, k - j]``."""
+    n, m = a.shape
+    p = b.shape[1]
+    out = np.full((n, m + p - 1), -np.inf)
+    for r in range(n):
+        for j in range(m):
+            aj = a[r, j]
+            if aj == -np.inf:
+                continue
+            for i in range(p):
+                v = aj + b[r, i]
+                if v > out[r, j + i]:
+                    out[r, j + i] = v
+    return out
+
+
+@numba.njit(**_JIT)
+def tree_sizes(left, right, n_leaves, size, height):
+    """Fill leaf counts and heights of internal nodes (children have smaller ids than parents)."""
+    for v in range(n_leaves, left.shape[0]):
+        size[v] = size[left[v]] + size[right[v]]
+        height[v] = 1 + max(height[left[v]], height[right[v]])
+
+
+@numba.njit(**_JIT)
+def _logaddexp(x, y):
+    if x == -np.inf:
+        return y
+    if y == -np.inf:
+        return x
+    if x > y:
+        return x + np.log1p(np.exp(y - x))
+    return y + np.log1p(np.exp(x - y))
+
+
+@numba.njit(**_JIT)
+def chain_log_kernel(theta, f, kmax):
+    """The chain algorithm (Sec. 6.1 of Tarlow et al. 2012) in log space, O(D * kmax).
+
+    Forward: ``alpha[d, k] = log sum_{y_<d, |y_<d| = k} exp(theta . y) - sum_{j<d} max(theta_j, 0)``.
+    Backward: ``beta[j] = log sum_{y_>=d} exp(theta . y_>=d + f(j + |y_>=d|)) - sum_{i>=d} max(theta_i, 0)``
+    for a prefix count j. Subtracting the per-step offsets keeps the stored numbers small (the cost
+    of deviating from the best configuration), so the rounding error of every log-add-exp is small
+    and common offsets cancel exactly in probabilities. Returns (log Z without the offset
+    ``sum_d max(theta_d, 0)``, log mass of y_d = 1 and of y_d = 0 (both without a common
+    offset), log count weights without the offset).
+    """
+    d_total = theta.shape[0]
+    ninf = -np.inf
+    alpha = np.full((d_total + 1, kmax + 1), ninf)
+    alpha[0, 0] = 0.0
+    for d in range(d_total):
+        t = theta[d]
+        m = max(t, 0.0)
+        for k in range(kmax + 1):
+            v = alpha[d, k] - m
+            if k > 0:
+                v = _logaddexp(v, alpha[d, k - 1] + (t - m))
+            alpha[d + 1, k] = v
+    logw = alpha[d_total].copy()
+    beta = np.full(kmax + 2, ninf)
+    for j in range(kmax + 1):
+        beta[j] = f[j]
+    log1 = np.empty(d_total)
+    log0 = np.empty(d_total)
+    newb = np.full(kmax + 2, ninf)
+    for d in range(d_total - 1, -1, -1):
+        t = theta[d]
+        m = max(t, 0.0)
+        s1 = ninf
+        s0 = ninf
+        for j in range(kmax + 1):
+            a = alpha[d, j]
+            if a == ninf:
+                continue
+            s0 = _logaddexp(s0, a - m + beta[j])
+            s1 = _logaddexp(s1, a + (t - m) + beta[j + 1])
+        log1[d] = s1
+        log0[d] = s0
+        for j in range(kmax + 1):
+            newb[j] = _logaddexp(beta[j] - m, (t - m) + beta[j + 1])
+        for j in range(kmax + 1):
+            beta[j] = newb[j]
+    logz = ninf
+    for k in range(kmax + 1):
+        logz = _logaddexp(logz, logw[k] + f[k])
+    return logz, log1, log0, logw
+
+
+@numba.njit(**_JIT)
+def _split_cdf(up, off_l, len_l, off_r, len_r, c, buf, pos):
+    """Write the CDF of z_l given z_p = c (weights up_l(j) up_r(c - j)) into buf[pos:]; return (lo, n)."""
+    lo = max(0, c - (len_r - 1))
+    hi = min(c, len_l - 1)
+    n = hi - lo + 1
+    s = 0.0
+    for q in range(n):
+        j = lo + q
+        s += up[off_l + j] * up[off_r + c - j]
+        buf[pos + q] = s
+    return lo, n
+
+
+@numba.njit(**_JIT)
+def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves, seed):
+    """Draw the leaf states of each sample given its root count, splitting counts top-down.
+
+    root_counts : (S,) int64; order : internal nodes, parents before children (root first);
+    left/right : children of each node (leaves are 0..n_leaves-1); up : flat upward messages with
+    ``offset``/``length`` per node; seed : seed of numba's generator (drawn from the caller's
+    numpy Generator, so results are reproducible). The CDF of each
+    (node, parent count) pair is computed once and reused by every sample that needs it.
+    Returns (S, n_leaves) uint8.
+    """
+    n_samples = root_counts.shape[0]
+    n_nodes = left.shape[0]
+    out = np.zeros((n_samples, n_leaves), dtype=np.uint8)
+    # cache: slot index for (node, c) -> start in buf, and lo of the range
+    cache_base = np.zeros(n_nodes + 1, dtype=np.int64)
+    for v in range(n_nodes):
+        cache_base[v + 1] = cache_base[v] + (length[v] if v >= n_leaves else 0)
+    cache_pos = np.full(cache_base[n_nodes], -1, dtype=np.int64)
+    cache_lo = np.zeros(cache_base[n_nodes], dtype=np.int64)
+    cache_n = np.zeros(cache_base[n_nodes], dtype=np.int64)
+    buf = np.empty(1 << 16)
+    used = 0
+    counts = np.zeros(n_nodes, dtype=np.int64)
+    root = order[0]
+    np.random.seed(seed)
+    for s in range(n_samples):
+        counts[root] = root_counts[s]
+        for q in range(order.shape[0]):
+            v = order[q]
+            c = counts[v]
+            lv = left[v]
+            rv = right[v]
+            if c == 0:
+                counts[lv] = 0
+                counts[rv] = 0
+                continue
+            if c == length[v] - 1:
+                counts[lv] = length[lv] - 1
+                counts[rv] = length[rv] - 1
+                continue
+            slot = cache_base[v] + c
+            if cache_pos[slot] < 0:
+                need = min(c, length[lv] - 1) + 1
+                if used + need > buf.shape[0]:
+                    nb = np.empty(max(2 * buf.shape[0], used + need))
+                    nb[:used] = buf[:used]
+                    buf = nb
+                lo, n = _split_cdf(up, offset[lv], length[lv], offset[rv], length[rv], c, buf, used)
+                cache_pos[slot] = used
+                cache_lo[slot] = lo
+                cache_n[slot] = n
+                used += n
+            pos = cache_pos[slot]
+            n = cache_n[slot]
+            target = np.random.random() * buf[pos + n - 1]
+            # binary search: first index with cdf > target
+            a = 0
+            b = n - 1
+            while a < b:
+                mid = (a + b) // 2
+                if buf[pos + mid] > target:
+                    b = mid
+                else:
+                    a = mid + 1
+            # the first index whose CDF exceeds the target never has zero weight
+            j = cache_lo[slot] + a
+            counts[lv] = j
+            counts[rv] = c - j
+        for leaf in range(n_leaves):
+            out[s, leaf] = counts[leaf]
+    return out

@@ -1,0 +1,281 @@
+"""The binary tree of count variables and its sum-product / max-product passes.
+
+A tree has ``n_leaves`` leaves (the binary variables y, nodes ``0 .. n_leaves - 1``) and internal
+nodes ``z_p = z_left + z_right`` (Sec. 5.1 of Tarlow et al. 2012). Nodes are grouped by height;
+all nodes of one height are processed together, their messages stacked in one 2-D array (rows
+padded with zeros to the longest count range of that height), so one level costs one batched
+convolution. Messages are kept as (row normalized to maximum 1, log scale).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._convolve import DEFAULT_CROSSOVER, convolve_rows, correlate_rows
+from ._kernels import maxplus_conv_batch, tree_sizes
+
+NO_CONFIGURATION = "no configuration has non-zero probability"
+
+
+@dataclass
+class BinaryTree:
+    """Structure of a binary count tree (internal helper; arrays are indexed by node id)."""
+
+    n_leaves: int
+    left: np.ndarray  # (n_nodes,) child ids, -1 for leaves
+    right: np.ndarray
+    size: np.ndarray  # number of leaves below each node
+    height: np.ndarray
+    row: np.ndarray  # row of the node in its height's message array
+    levels: list  # levels[h] = node ids of height h (levels[0] = leaves)
+    widths: list  # widths[h] = max size + 1 over the nodes of height h
+    root: int
+
+    @property
+    def n_nodes(self) -> int:
+        return self.left.shape[0]
+
+
+@functools.lru_cache(maxsize=8)
+def build_tree(n_leaves: int) -> BinaryTree:
+    """Balanced binary tree over ``n_leaves`` leaves (pairing neighbours round by round); cached."""
+    left, right = _pair_up([np.arange(n_leaves)], n_leaves)[1:]
+    return finish_tree(n_leaves, left, right)
+
+
+def _pair_up(items_per_round, next_id):
+    """Internal: pair a list of node ids round by round; returns (root, left list, right list)."""
+    left: list = []
+    right: list = []
+    current = np.asarray(items_per_round[0])
+    while current.shape[0] > 1:
+        n_pairs = current.shape[0] // 2
+        ids = np.arange(next_id, next_id + n_pairs)
+        left.append(current[0:2 * n_pairs:2])
+        right.append(current[1:2 * n_pairs:2])
+        next_id += n_pairs
+        current = np.concatenate([ids, current[2 * n_pairs:]])
+    return current[0], left, right
+
+
+def finish_tree(n_leaves: int, left_list, right_list) -> BinaryTree:
+    """Assemble a :class:`BinaryTree` from lists of (left, right) children of new ids in order."""
+    lefts = np.concatenate([np.asarray(x, dtype=np.int64) for x in left_list]) if left_list else np.zeros(0, np.int64)
+    rights = np.concatenate([np.asarray(x, dtype=np.int64) for x in right_list]) if right_list else np.zeros(0, np.int64)
+    n_int = lefts.shape[0]
+    n_nodes = n_leaves + n_int
+    left = np.full(n_nodes, -1, dtype=np.int64)
+    right = np.full(n_nodes, -1, dtype=np.int64)
+    left[n_leaves:] = lefts
+    right[n_leaves:] = rights
+    size = np.ones(n_nodes, dtype=np.int64)
+    height = np.zeros(n_nodes, dtype=np.int64)
+    # internal ids are created after their children (children ids < parent id)
+    tree_sizes(left, right, n_leaves, size, height)
+    order = np.argsort(height, kind="stable")
+    n_h = int(height.max()) + 1 if n_nodes else 1
+    bounds = np.searchsorted(height[order], np.arange(n_h + 1))
+    levels = [order[bounds[h]:bounds[h + 1]] for h in range(n_h)]
+    row = np.empty(n_nodes, dtype=np.int64)
+    widths = []
+    for h, nodes in enumerate(levels):
+        row[nodes] = np.arange(nodes.shape[0])
+        widths.append(int(size[nodes].max()) + 1)
+    root = int(levels[-1][0]) if n_nodes else 0
+    return BinaryTree(n_leaves, left, right, size, height, row, levels, widths, root)
+
+
+@dataclass
+class Messages:
+    """Messages of one pass: per height, (rows normalized to max 1, log scale per row)."""
+
+    vec: list
+    scale: list
+
+
+def _gather(tree: BinaryTree, msgs: Messages, nodes: np.ndarray, width: int):
+    """Stack the messages of ``nodes`` (any heights) into an (n, width) array and their scales."""
+    out = np.zeros((nodes.shape[0], width))
+    sc = np.empty(nodes.shape[0])
+    hs = tree.height[nodes]
+    for g in np.unique(hs):
+        sel = np.nonzero(hs == g)[0]
+        rows = tree.row[nodes[sel]]
+        w = min(width, msgs.vec[g].shape[1])
+        out[sel, :w] = msgs.vec[g][rows, :w]
+        sc[sel] = msgs.scale[g][rows]
+    return out, sc
+
+
+def _normalize_rows(x: np.ndarray, scale: np.ndarray, *, allow_zero: bool = False):
+    mx = x.max(axis=1)
+    bad = ~(mx > 0)
+    if bad.any():
+        if not allow_zero:
+            raise ValueError(NO_CONFIGURATION + ".")
+        mx = np.where(bad, 1.0, mx)
+    x /= mx[:, None]
+    scale = scale + np.log(mx)
+    if bad.any():
+        scale[bad] = -np.inf
+    return x, scale
+
+
+def _apply_potential(x: np.ndarray, scale: np.ndarray, pot: np.ndarray | None):
+    """Multiply rows by exp(pot) in log space (pot: (n, w) or None), renormalizing."""
+    if pot is None:
+        return x, scale
+    with np.errstate(divide="ignore"):
+        lx = np.log(x) + pot
+    m = lx.max(axis=1)
+    if not np.all(m > -np.inf):
+        raise ValueError(NO_CONFIGURATION + ".")
+    x = np.exp(lx - m[:, None])
+    return x, scale + m
+
+
+def upward(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None = None, *,
+           method: str = "auto", crossover: int = DEFAULT_CROSSOVER) -> Messages:
+    """Upward (inward) sum-product pass.
+
+    leaf_logw : (n_leaves, 2) log weights of y = 0 / 1. potentials : {height: (n_h, w_h) log
+    potentials of the nodes of that height, or None}. Returns the upward messages, potentials
+    included.
+    """
+    potentials = potentials or {}
+    m = leaf_logw.max(axis=1)
+    vec0 = np.exp(leaf_logw - m[:, None])
+    vec0, sc0 = _apply_potential(vec0, m, potentials.get(0))
+    msgs = Messages([vec0], [sc0])
+    for h in range(1, len(tree.levels)):
+        nodes = tree.levels[h]
+        lc, rc = tree.left[nodes], tree.right[nodes]
+        wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
+        a, sa = _gather(tree, msgs, lc, wc)
+        b, sb = _gather(tree, msgs, rc, wc)
+        x = convolve_rows(a, b, method=method, crossover=crossover)[:, :tree.widths[h]]
+        x = np.ascontiguousarray(x)
+        sizes = tree.size[nodes]
+        if np.any(sizes + 1 < x.shape[1]):
+            x[np.arange(x.shape[1])[None, :] > sizes[:, None]] = 0.0
+        x, sc = _normalize_rows(x, sa + sb)
+        x, sc = _apply_potential(x, sc, potentials.get(h))
+        msgs.vec.append(x)
+        msgs.scale.append(sc)
+    return msgs
+
+
+def downward(tree: BinaryTree, up: Messages, root_out_log: np.ndarray | None = None,
+             potentials: dict | None = None, *, method: str = "auto",
+             crossover: int = DEFAULT_CROSSOVER) -> Messages:
+    """Downward (outward) pass: the message into each node from above, potentials excluded.
+
+    root_out_log : (size_root + 1,) log message into the root (None: all zeros, i.e. ones).
+    """
+    potentials = potentials or {}
+    n_h = len(tree.levels)
+    out = Messages([None] * n_h, [None] * n_h)
+    w_root = tree.widths[-1]
+    if root_out_log is None:
+        vec = np.ones((1, w_root))
+        sc = np.zeros(1)
+    else:
+        mx = np.max(root_out_log)
+        if not mx > -np.inf:
+            raise ValueError(NO_CONFIGURATION + ".")
+        vec = np.exp(root_out_log - mx)[None, :w_root].copy()
+        sc = np.array([mx])
+    out.vec[n_h - 1] = vec
+    out.scale[n_h - 1] = sc
+    for g in range(n_h - 1):
+        out.vec[g] = np.zeros_like(up.vec[g])
+        out.scale[g] = np.full(up.vec[g].shape[0], -np.inf)
+    for h in range(n_h - 1, 0, -1):
+        nodes = tree.levels[h]
+        a = out.vec[h]
+        sa = out.scale[h]
+        a, sa = _apply_potential(a, sa, potentials.get(h))
+        lc, rc = tree.left[nodes], tree.right[nodes]
+        wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
+        ul, sl = _gather(tree, up, lc, wc)
+        ur, sr = _gather(tree, up, rc, wc)
+        aa = np.concatenate([a, a])
+        bb = np.concatenate([ur, ul])
+        x = correlate_rows(aa, bb, wc, method=method, crossover=crossover)
+        x, sc = _normalize_rows(x, np.concatenate([sa + sr, sa + sl]), allow_zero=True)
+        children = np.concatenate([lc, rc])
+        hs = tree.height[children]
+        for g in np.unique(hs):
+            sel = np.nonzero(hs == g)[0]
+            rows = tree.row[children[sel]]
+            w = min(wc, out.vec[g].shape[1])
+            out.vec[g][rows, :w] = x[sel, :w]
+            out.scale[g][rows] = sc[sel]
+    return out
+
+
+def upward_max(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None = None) -> list:
+    """Upward max-product pass in log space (max-plus convolutions); returns per-height arrays."""
+    potentials = potentials or {}
+    msgs = [leaf_logw + (potentials[0] if potentials.get(0) is not None else 0.0)]
+    for h in range(1, len(tree.levels)):
+        nodes = tree.levels[h]
+        lc, rc = tree.left[nodes], tree.right[nodes]
+        wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
+        a = _gather_log(tree, msgs, lc, wc)
+        b = _gather_log(tree, msgs, rc, wc)
+        x = maxplus_conv_batch(a, b)[:, :tree.widths[h]].copy()
+        if potentials.get(h) is not None:
+            x = x + potentials[h]
+        msgs.append(x)
+    return msgs
+
+
+def _gather_log(tree: BinaryTree, msgs: list, nodes: np.ndarray, width: int):
+    out = np.full((nodes.shape[0], width), -np.inf)
+    hs = tree.height[nodes]
+    for g in np.unique(hs):
+        sel = np.nonzero(hs == g)[0]
+        w = min(width, msgs[g].shape[1])
+        out[sel, :w] = msgs[g][tree.row[nodes[sel]], :w]
+    return out
+
+
+def backtrack_max(tree: BinaryTree, msgs: list, root_count: int) -> np.ndarray:
+    """Top-down argmax split of the counts (ties to the smallest left count); returns leaf states."""
+    counts = np.zeros(tree.n_nodes, dtype=np.int64)
+    counts[tree.root] = root_count
+    for h in range(len(tree.levels) - 1, 0, -1):
+        nodes = tree.levels[h]
+        lc, rc = tree.left[nodes], tree.right[nodes]
+        wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
+        a = _gather_log(tree, msgs, lc, wc)
+        b = _gather_log(tree, msgs, rc, wc)
+        c = counts[nodes]
+        j = np.arange(wc)[None, :]
+        idx = c[:, None] - j
+        ok = (idx >= 0) & (idx < wc)
+        vals = np.where(ok, a + np.take_along_axis(b, np.clip(idx, 0, wc - 1), axis=1), -np.inf)
+        best = np.argmax(vals, axis=1)
+        counts[lc] = best
+        counts[rc] = c - best
+    return counts[:tree.n_leaves]
+
+
+def flat_messages(tree: BinaryTree, up: Messages):
+    """Flatten upward messages for the sampling kernel: (flat, offset per node, length per node)."""
+    bases = np.cumsum([0] + [v.size for v in up.vec])
+    flat = np.concatenate([v.ravel() for v in up.vec])
+    offset = bases[tree.height] + tree.row * np.asarray(tree.widths)[tree.height]
+    length = tree.size + 1
+    return flat, offset.astype(np.int64), length.astype(np.int64)
+
+
+def internal_order(tree: BinaryTree) -> np.ndarray:
+    """Internal nodes, parents before children (root first)."""
+    if len(tree.levels) <= 1:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate(tree.levels[:0:-1]).astype(np.int64)
