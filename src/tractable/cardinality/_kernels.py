@@ -182,7 +182,7 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
     used = 0
     counts = np.zeros(n_nodes, dtype=np.int64)
     root = order[0]
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 -- numba's own generator, seeded from the caller's Generator
     for s in range(n_samples):
         counts[root] = root_counts[s]
         for q in range(order.shape[0]):
@@ -212,7 +212,7 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
                 used += n
             pos = cache_pos[slot]
             n = cache_n[slot]
-            target = np.random.random() * buf[pos + n - 1]
+            target = np.random.random() * buf[pos + n - 1]  # noqa: NPY002 -- numba generator
             # binary search: first index with cdf > target
             a = 0
             b = n - 1

@@ -63,8 +63,9 @@ def _pair_up(items_per_round, next_id):
 
 def finish_tree(n_leaves: int, left_list, right_list) -> BinaryTree:
     """Assemble a :class:`BinaryTree` from lists of (left, right) children of new ids in order."""
-    lefts = np.concatenate([np.asarray(x, dtype=np.int64) for x in left_list]) if left_list else np.zeros(0, np.int64)
-    rights = np.concatenate([np.asarray(x, dtype=np.int64) for x in right_list]) if right_list else np.zeros(0, np.int64)
+    empty = np.zeros(0, np.int64)
+    lefts = np.concatenate([np.asarray(x, dtype=np.int64) for x in left_list]) if left_list else empty
+    rights = np.concatenate([np.asarray(x, dtype=np.int64) for x in right_list]) if right_list else empty
     n_int = lefts.shape[0]
     n_nodes = n_leaves + n_int
     left = np.full(n_nodes, -1, dtype=np.int64)
@@ -81,7 +82,7 @@ def finish_tree(n_leaves: int, left_list, right_list) -> BinaryTree:
     levels = [order[bounds[h]:bounds[h + 1]] for h in range(n_h)]
     row = np.empty(n_nodes, dtype=np.int64)
     widths = []
-    for h, nodes in enumerate(levels):
+    for nodes in levels:
         row[nodes] = np.arange(nodes.shape[0])
         widths.append(int(size[nodes].max()) + 1)
     root = int(levels[-1][0]) if n_nodes else 0
