@@ -312,6 +312,6 @@ class CountPotential(CliquePotential):
         if np.isnan(out).any() or np.isposinf(out).any():
             i = np.flatnonzero(np.isnan(out) | np.isposinf(out))[0]
             bad = c.reshape(-1, c.shape[-1])[i]
-            raise ValueError(f"`potential` must return finite values or -inf; got {out.ravel()[i]!r} "
+            raise ValueError(f"`potential` must return finite values or -inf; got {float(out.ravel()[i])} "
                              f"for counts {bad.tolist()}.")
         return out
