@@ -9,12 +9,12 @@ from tractable.clique import (
     MaxPotential,
     Potts,
     SquareMakespan,
+    _kernels,
     alpha_pass,
     exact_clique_map,
     generalized_alpha_pass,
     score,
 )
-from tractable.clique import _kernels
 from tractable.clique.alpha_pass import label_subsets, sweep_values_python
 
 # scores are sums of at most ~50 terms of size <= ~100: 1e-9 absolute covers their rounding

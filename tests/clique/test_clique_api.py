@@ -1,0 +1,169 @@
+import re
+from dataclasses import FrozenInstanceError
+
+import numpy as np
+import pytest
+
+from tractable.clique import (
+    CliqueMAPResult,
+    CountPotential,
+    Entropy,
+    LinearMajority,
+    Makespan,
+    MaxPotential,
+    Potts,
+    SquareMakespan,
+    SumPotential,
+    alpha_expansion,
+    alpha_pass,
+    clique_map,
+    exact_clique_map,
+    generalized_alpha_pass,
+    icm,
+    majority_alpha_pass,
+    majority_exact,
+    score,
+)
+from tractable.datasets.clique_benchmark import CLIQUE_KINDS, clique_benchmark
+
+RTOL = 1e-12  # the stored score and score() sum the same terms, possibly in another order
+
+
+def _methods(pot):
+    fns = [alpha_pass, generalized_alpha_pass, icm, clique_map]
+    if pot.family == "sum":
+        fns.append(alpha_expansion)
+    if pot.family == "majority":
+        fns += [lambda p, q: majority_alpha_pass(p, q.W), lambda p, q: majority_exact(p, q.W)]
+    return fns
+
+
+@pytest.mark.parametrize("kind", CLIQUE_KINDS)
+def test_every_method_reports_the_score_of_its_labels(kind):
+    phi, pot = clique_benchmark(kind, n=40, m=6, lam=0.9, rng=1)
+    phi[::3, 2] = -np.inf
+    for fn in _methods(pot):
+        res = fn(phi, pot)
+        assert isinstance(res, CliqueMAPResult)
+        assert res.labels.shape == (40,) and res.labels.dtype == np.int64
+        assert res.score == pytest.approx(score(phi, pot, res.labels), rel=RTOL)
+        assert res.score == pytest.approx(res.node_score + res.clique_score, rel=RTOL)
+        assert np.isfinite(res.score) and res.time >= 0
+
+
+def test_results_are_frozen_and_inputs_untouched():
+    phi, pot = clique_benchmark("POTTS", n=20, m=4, rng=0)
+    before = phi.copy()
+    res = alpha_pass(phi, pot)
+    with pytest.raises(FrozenInstanceError):
+        res.score = 0.0
+    with pytest.raises(ValueError):
+        res.labels[0] = 1
+    np.testing.assert_array_equal(phi, before)
+
+
+def test_clique_map_auto_picks_exact_methods(brute):
+    rng = np.random.default_rng(0)
+    phi = rng.uniform(0, 2, size=(6, 3))
+    for pot, method in [(Makespan(0.5), "alpha_pass"), (LinearMajority(rng.uniform(0, 1, (3, 3))), "majority_exact"),
+                        (Potts(0.2), "exact"), (CountPotential(lambda c: np.asarray(c)[..., 0] ** 0.5), "exact")]:
+        res = clique_map(phi, pot)
+        assert res.method == method and res.exact
+        assert res.score == pytest.approx(brute(phi, pot)[0], abs=1e-9)
+    big, pot = clique_benchmark("ENTROPY", n=60, m=8, rng=3)
+    res = clique_map(big, pot)
+    assert res.method == "generalized_alpha_pass+alpha_expansion" and not res.exact
+    assert res.score >= generalized_alpha_pass(big, pot).score - 1e-9
+    res = clique_map(big, Makespan(-0.1))
+    assert res.method == "generalized_alpha_pass+icm"
+    res = clique_map(phi, Potts(0.2), method="icm", rng=3, max_sweeps=5)
+    assert res.method == "icm"
+
+
+def test_two_label_potts_matches_every_exact_route(brute):
+    rng = np.random.default_rng(1)
+    phi = rng.normal(size=(9, 2))
+    for pot in (Potts(0.4), Entropy(0.3), SumPotential(rng.normal(size=(2, 10))), MaxPotential(rng.normal(size=(2, 10))),
+                SquareMakespan(0.1)):
+        best = brute(phi, pot)[0]
+        for res in (alpha_pass(phi, pot), exact_clique_map(phi, pot), clique_map(phi, pot)):
+            assert res.exact and res.score == pytest.approx(best, abs=1e-9)
+
+
+def test_score_function():
+    phi = np.array([[1.0, 0.0], [0.0, 2.0]])
+    assert score(phi, Potts(0.5), [0, 0]) == 3.0
+    assert score(phi, Potts(0.5), np.array([1, 1])) == 4.0
+    assert score([[-np.inf, 0.0]], Potts(1.0), [0]) == -np.inf
+
+
+def test_bad_input_messages():
+    pot = Potts(1.0)
+    with pytest.raises(ValueError, match=re.escape("`phi` must not contain NaN; got NaN at index (0, 1).")):
+        alpha_pass([[0.0, np.nan]], pot)
+    with pytest.raises(ValueError, match=re.escape("`phi` must not contain +inf; got +inf at index (1, 0).")):
+        icm([[0.0, 1.0], [np.inf, 0.0]], pot)
+    with pytest.raises(ValueError, match=re.escape("`phi` must be a 2-D array; got shape (3,).")):
+        generalized_alpha_pass([1.0, 2.0, 3.0], pot)
+    with pytest.raises(ValueError, match=re.escape("`phi` must have shape (n, m) with n >= 1 and m >= 1; "
+                                                   "got (0, 3).")):
+        exact_clique_map(np.zeros((0, 3)), pot)
+    with pytest.raises(ValueError, match=re.escape(
+            "`phi` must leave every node at least one label above -inf; row 1 is all -inf.")):
+        alpha_expansion([[0.0, 1.0], [-np.inf, -np.inf]], pot)
+    with pytest.raises(TypeError, match=re.escape("`potential` must be a CliquePotential (Potts, Entropy, Makespan, "
+                                                  "SquareMakespan, SumPotential, MaxPotential, LinearMajority or "
+                                                  "CountPotential); got float.")):
+        alpha_pass(np.zeros((2, 2)), 1.0)
+    with pytest.raises(ValueError, match=re.escape(
+            "`potential.table` must have shape (2, >= 4) for a clique of 3 nodes and 2 labels; got (2, 3).")):
+        alpha_pass(np.zeros((3, 2)), SumPotential(np.zeros((2, 3))))
+    with pytest.raises(ValueError, match=re.escape("`potential.W` must have shape (2, 2) for 2 labels; got (3, 3).")):
+        icm(np.zeros((3, 2)), LinearMajority(np.eye(3)))
+    with pytest.raises(ValueError, match=re.escape("`p` must be >= 1; got 0.")):
+        generalized_alpha_pass(np.zeros((3, 2)), pot, p=0)
+    with pytest.raises(TypeError, match=re.escape("`p` must be an integer; got 1.5.")):
+        generalized_alpha_pass(np.zeros((3, 2)), pot, p=1.5)
+    with pytest.raises(ValueError, match=re.escape("`labels` must have shape (3,); got (2,).")):
+        score(np.zeros((3, 2)), pot, [0, 1])
+    with pytest.raises(ValueError, match=re.escape("`labels` must contain indices in [0, 1]; got 5.")):
+        score(np.zeros((3, 2)), pot, [0, 1, 5])
+    with pytest.raises(ValueError, match=re.escape("`method` must be one of 'auto', 'alpha_pass', "
+                                                   "'generalized_alpha_pass', 'alpha_expansion', "
+                                                   "'majority_alpha_pass', 'majority_exact', 'icm', 'exact'; "
+                                                   "got 'trws'.")):
+        clique_map(np.zeros((3, 2)), pot, method="trws")
+    with pytest.raises(ValueError, match=re.escape("`method`='auto' takes no options; got ['p'].")):
+        clique_map(np.zeros((3, 2)), pot, p=2)
+    with pytest.raises(ValueError, match=re.escape("`potential` must be a LinearMajority for method "
+                                                   "'majority_exact'; got Potts(1.0).")):
+        clique_map(np.zeros((3, 2)), pot, method="majority_exact")
+
+
+def test_clique_benchmark_families():
+    for kind in CLIQUE_KINDS:
+        phi, pot = clique_benchmark(kind, n=50, m=5, lam=0.8, rng=4)
+        assert phi.shape == (50, 5) and phi.min() >= 0 and phi.max() <= 2
+        # every potential is scaled to lam * n when all nodes share a label (MAJ-SPARSE: W[0, 0] * n)
+        c = np.array([50, 0, 0, 0, 0])
+        expected = 0.8 * 50 if kind != "MAJ-SPARSE" else pot.W[0, 0] * 50
+        assert pot(c) == pytest.approx(expected, rel=1e-12)
+    _, dense = clique_benchmark("MAJ-DENSE", m=24, lam=1.0, rng=0)
+    _, sparse = clique_benchmark("MAJ-SPARSE", m=24, lam=1.0, rng=0)
+    for W in (dense.W, sparse.W):
+        np.testing.assert_array_equal(W, W.T)
+        assert W.min() >= 0 and W.max() <= 2.0
+    assert np.all(np.diag(dense.W) == 1.0)
+    assert 0.6 < np.mean(sparse.W == 0) < 0.8
+    a, b = clique_benchmark("POTTS", rng=9), clique_benchmark("POTTS", rng=9)
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+def test_clique_benchmark_errors():
+    with pytest.raises(ValueError, match=re.escape("`kind` must be one of 'POTTS', 'ENTROPY', 'MAKESPAN', "
+                                                   "'MAKESPAN2', 'MAJ-DENSE', 'MAJ-SPARSE'; got 'potts'.")):
+        clique_benchmark("potts")
+    with pytest.raises(ValueError, match=re.escape("`lam` must be >= 0; got -1.0.")):
+        clique_benchmark("POTTS", lam=-1.0)
+    with pytest.raises(ValueError, match=re.escape("`n` must be >= 2; got 1.")):
+        clique_benchmark("POTTS", n=1)
