@@ -83,8 +83,8 @@ def test_clique_map_auto_picks_exact_methods(brute):
 def test_two_label_potts_matches_every_exact_route(brute):
     rng = np.random.default_rng(1)
     phi = rng.normal(size=(9, 2))
-    for pot in (Potts(0.4), Entropy(0.3), SumPotential(rng.normal(size=(2, 10))), MaxPotential(rng.normal(size=(2, 10))),
-                SquareMakespan(0.1)):
+    tables = rng.normal(size=(2, 2, 10))
+    for pot in (Potts(0.4), Entropy(0.3), SumPotential(tables[0]), MaxPotential(tables[1]), SquareMakespan(0.1)):
         best = brute(phi, pot)[0]
         for res in (alpha_pass(phi, pot), exact_clique_map(phi, pot), clique_map(phi, pot)):
             assert res.exact and res.score == pytest.approx(best, abs=1e-9)
