@@ -381,30 +381,34 @@ def variable_elimination(
     log_z = roots_total
     if log_z == -np.inf:
         raise _no_support("the marginals are")
-    # Downward pass: beliefs of clusters in reverse elimination order (parents before children).
-    beliefs: list[np.ndarray | None] = [None] * n
+    # Downward pass, parents before children. A cluster's belief is kept as exp(belief - shift) with
+    # its shift, so each cluster costs one exp: separator and marginal sums are plain sums of it.
+    beliefs: list[tuple[np.ndarray, float] | None] = [None] * n
     marginals: list[np.ndarray | None] = [None] * n
     for step in range(n - 1, -1, -1):
         scope = clusters[step]
         table = tables[step]
+        tables[step] = None  # not needed any more
         p = parent[step]
         if p >= 0:
             # separator belief from the parent, divided by this cluster's upward message (0/0 = 0)
+            lin, shift = beliefs[p]
             pscope = clusters[p]
             drop = tuple(i for i, u in enumerate(pscope) if u not in messages[step].scope)
-            sep = _logsumexp(beliefs[p], axis=drop) if drop else beliefs[p]
-            sep = sep.reshape(messages[step].table.shape)
+            sep = lin.sum(axis=drop) if drop else lin
+            with np.errstate(divide="ignore"):
+                sep = np.log(sep.reshape(messages[step].table.shape)) + shift
             with np.errstate(invalid="ignore"):
                 down = np.where(np.isneginf(sep), -np.inf, sep - messages[step].table)
             table = table + _expand(_LogFactor(messages[step].scope, down), scope, card)
-        else:
-            # a root cluster: normalize by its own component's partition function
-            table = table - float(_logsumexp(table.ravel(), axis=0)[0])
-        beliefs[step] = table
+        shift = float(np.max(table))
+        shift = shift if np.isfinite(shift) else 0.0
+        lin = np.exp(table - shift)
+        beliefs[step] = (lin, shift)
         v = order[step]
         axis = scope.index(v)
         others = tuple(i for i in range(len(scope)) if i != axis)
-        m = np.exp(_logsumexp(table, axis=others).ravel()) if others else np.exp(table)
+        m = lin.sum(axis=others) if others else lin
         marginals[v] = m / m.sum()
     return MarginalsResult(marginals=marginals, log_partition=float(log_z), time=time.perf_counter() - t0,
                            method="variable_elimination")
