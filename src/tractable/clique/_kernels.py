@@ -41,12 +41,45 @@ def clique_value(c, code, table, W):
 
 
 @njit(cache=True)
+def _sum_terms(c, table):
+    """(sum of the finite terms, number of -inf terms) of a SUM potential at counts ``c``."""
+    fin = 0.0
+    ninf = 0
+    for y in range(c.shape[0]):
+        t = table[y, c[y]]
+        if t == -np.inf:
+            ninf += 1
+        else:
+            fin += t
+    return fin, ninf
+
+
+@njit(cache=True)
+def _sum_shift(fin, ninf, table, y, old, new):
+    """Update ``(fin, ninf)`` of a SUM potential when the count of label ``y`` goes from ``old`` to ``new``.
+
+    O(1) per step instead of O(m); -inf terms are counted, never subtracted, so no inf - inf arises.
+    """
+    t = table[y, old]
+    if t == -np.inf:
+        ninf -= 1
+    else:
+        fin -= t
+    t = table[y, new]
+    if t == -np.inf:
+        ninf += 1
+    else:
+        fin += t
+    return fin, ninf
+
+
+@njit(cache=True)
 def sweep_values(C0, frm, to, code, table, W):
     """Clique values along sweeps.
 
     Sweep ``p`` starts at counts ``C0[p]`` (m,); at step ``k`` (1-based) one node moves from label
     ``frm[p, k-1]`` to ``to[p, k-1]``. Returns ``out`` (P, n+1) with ``out[p, k]`` the potential after
-    ``k`` steps. O(P n m).
+    ``k`` steps. O(P n) for SUM potentials (two terms change per step), O(P n m) otherwise.
     """
     P, n = frm.shape
     m = C0.shape[1]
@@ -55,6 +88,18 @@ def sweep_values(C0, frm, to, code, table, W):
     for p in range(P):
         for y in range(m):
             c[y] = C0[p, y]
+        if code == 0:
+            fin, ninf = _sum_terms(c, table)
+            out[p, 0] = -np.inf if ninf > 0 else fin
+            for k in range(n):
+                a = frm[p, k]
+                b = to[p, k]
+                c[a] -= 1
+                fin, ninf = _sum_shift(fin, ninf, table, a, c[a] + 1, c[a])
+                c[b] += 1
+                fin, ninf = _sum_shift(fin, ninf, table, b, c[b] - 1, c[b])
+                out[p, k + 1] = -np.inf if ninf > 0 else fin
+            continue
         out[p, 0] = clique_value(c, code, table, W)
         for k in range(n):
             c[frm[p, k]] -= 1
@@ -242,3 +287,78 @@ def expansion_move(phi, labels, alpha, table, tol):
             out[nodes[start[i] + t]] = alpha
         k -= j
     return out, True
+
+
+@njit(cache=True)
+def alpha_pass_labels(phi, code, table, W):
+    """alpha-pass in one compiled loop (SUM / MAX / MAJORITY codes); returns the best labelling.
+
+    Same candidates and tie-breaking as the array version in ``alpha_pass.py`` (first best over
+    labels, then over ``k``; stable sort by decreasing gain). O(n m log n + n m^2).
+    """
+    n, m = phi.shape
+    b1 = np.empty(n, dtype=np.int64)
+    b2 = np.empty(n, dtype=np.int64)
+    for u in range(n):
+        i1 = 0
+        for y in range(1, m):
+            if phi[u, y] > phi[u, i1]:
+                i1 = y
+        i2 = 1 if i1 == 0 else 0
+        for y in range(m):
+            if y != i1 and phi[u, y] > phi[u, i2]:
+                i2 = y
+        b1[u] = i1
+        b2[u] = i2
+    out = np.empty(n, dtype=np.int64)
+    keys = np.empty(n)
+    suf = np.empty(n + 1)
+    c = np.empty(m, dtype=np.int64)
+    best_v = -np.inf
+    best_alpha = -1
+    best_k = 0
+    for alpha in range(m):
+        for u in range(n):
+            o = b2[u] if b1[u] == alpha else b1[u]
+            out[u] = o
+            keys[u] = -_move_key(phi[u, alpha], phi[u, o])
+        order = np.argsort(keys, kind="mergesort")
+        suf[n] = 0.0
+        for t in range(n - 1, -1, -1):
+            u = order[t]
+            suf[t] = suf[t + 1] + phi[u, out[u]]
+        for y in range(m):
+            c[y] = 0
+        for u in range(n):
+            c[out[u]] += 1
+        fin, ninf = _sum_terms(c, table) if code == 0 else (0.0, 0)
+        pre = 0.0
+        for k in range(n + 1):
+            if k > 0:
+                u = order[k - 1]
+                pre += phi[u, alpha]
+                o = out[u]
+                c[o] -= 1
+                c[alpha] += 1
+                if code == 0:
+                    fin, ninf = _sum_shift(fin, ninf, table, o, c[o] + 1, c[o])
+                    fin, ninf = _sum_shift(fin, ninf, table, alpha, c[alpha] - 1, c[alpha])
+            if code == 0:
+                cv = -np.inf if ninf > 0 else fin
+            else:
+                cv = clique_value(c, code, table, W)
+            v = pre + suf[k] + cv
+            if v > best_v or best_alpha < 0:
+                best_v = v
+                best_alpha = alpha
+                best_k = k
+    alpha = best_alpha
+    labels = np.empty(n, dtype=np.int64)
+    for u in range(n):
+        o = b2[u] if b1[u] == alpha else b1[u]
+        labels[u] = o
+        keys[u] = -_move_key(phi[u, alpha], phi[u, o])
+    order = np.argsort(keys, kind="mergesort")
+    for t in range(best_k):
+        labels[order[t]] = alpha
+    return labels

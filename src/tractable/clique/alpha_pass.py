@@ -147,6 +147,17 @@ def alpha_pass(phi, potential) -> CliqueMAPResult:
     if m == 1:
         return _trivial(phi, potential, "alpha_pass", t0)
     kargs = kernel_args(potential, n, m)
+    if kargs[0] == 3:
+        best_lab = _alpha_pass_arrays(phi, potential, kargs)
+    else:
+        best_lab = _kernels.alpha_pass_labels(phi, *kargs)
+    exact = potential.family == "max" or m <= 2
+    return make_result(phi, potential, best_lab, "alpha_pass", exact, t0, n_iter=m)
+
+
+def _alpha_pass_arrays(phi, potential, kargs):
+    """alpha-pass with all sweeps as arrays (any potential; the reference of ``_kernels.alpha_pass_labels``)."""
+    n, m = phi.shape
     b1 = np.argmax(phi, axis=1)
     masked = phi.copy()
     masked[np.arange(n), b1] = -np.inf
@@ -160,8 +171,7 @@ def alpha_pass(phi, potential) -> CliqueMAPResult:
         v, lab = _best_of_sweeps(phi, potential, kargs, in_lab, out_lab)
         if best_lab is None or v > best_v:
             best_v, best_lab = v, lab
-    exact = potential.family == "max" or m <= 2
-    return make_result(phi, potential, best_lab, "alpha_pass", exact, t0, n_iter=m)
+    return best_lab
 
 
 def label_subsets(m: int, p: int) -> np.ndarray:
