@@ -77,11 +77,12 @@ def check_potential(potential, n: int, m: int) -> CliquePotential:
 
 def kernel_args(potential: CliquePotential, n: int, m: int):
     """``(code, table, W)`` for the compiled kernels (dummy (1, 1) arrays where unused)."""
+    # fresh writeable C-ordered copies, so that every call hits the same compiled specialization
     dummy = np.zeros((1, 1))
     if potential.family in ("sum", "max"):
-        return potential.code, potential.table(n, m), dummy
+        return potential.code, np.array(potential.table(n, m), order="C"), dummy
     if potential.family == "majority":
-        return potential.code, dummy, np.ascontiguousarray(potential.W)
+        return potential.code, dummy, np.array(potential.W, order="C")
     return potential.code, dummy, dummy
 
 
