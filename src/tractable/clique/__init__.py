@@ -99,13 +99,22 @@ def _auto(phi, potential):
         return exact_clique_map(phi, potential), "exact"
     if fam == "majority":
         first = majority_alpha_pass(phi, potential.W)
-        return icm(phi, potential, init=first.labels, rng=0), "majority_alpha_pass+icm"
+        return _best([(icm(phi, potential, init=first.labels, rng=0), "majority_alpha_pass+icm"),
+                      (icm(phi, potential, rng=0), "icm")])
     p = 2 if n * m * (m - 1) // 2 <= _AUTO_PAIRS else 1
     first = generalized_alpha_pass(phi, potential, p=p)
     name = "generalized_alpha_pass" if p == 2 else "alpha_pass"
+    # two starts, the sweep's best labelling and ICM's local optimum, each polished by a local search
+    # that only raises the score; the better one is returned
+    plain = icm(phi, potential, rng=0)
     if fam == "sum":
-        return alpha_expansion(phi, potential, init=first.labels), name + "+alpha_expansion"
-    return icm(phi, potential, init=first.labels, rng=0), name + "+icm"
+        return _best([(alpha_expansion(phi, potential, init=first.labels), name + "+alpha_expansion"),
+                      (alpha_expansion(phi, potential, init=plain.labels), "icm+alpha_expansion")])
+    return _best([(icm(phi, potential, init=first.labels, rng=0), name + "+icm"), (plain, "icm")])
+
+
+def _best(candidates):
+    return max(candidates, key=lambda c: c[0].score)
 
 
 def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResult:
@@ -121,18 +130,18 @@ def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResu
         One of ``"auto"``, ``"alpha_pass"``, ``"generalized_alpha_pass"``, ``"alpha_expansion"``,
         ``"majority_alpha_pass"``, ``"majority_exact"``, ``"icm"``, ``"exact"``. ``"auto"`` takes an
         exact method where one exists (alpha-pass for MAX potentials and ``m <= 2``, the matching
-        solver for linear majority potentials, enumeration for small cliques) and otherwise the best
-        approximation, polished by a local search that only raises the score: generalized alpha-pass
-        (``p = 2``) followed by alpha-expansion for SUM potentials, (majority) alpha-pass followed by
-        ICM for the others.
+        solver for linear majority potentials, enumeration for small cliques). Otherwise it starts
+        from generalized alpha-pass (``p = 2``; modified alpha-pass for majority potentials) and from
+        ICM's local optimum, polishes both by a local search that only raises the score
+        (alpha-expansion for SUM potentials, ICM for the others) and returns the better.
     **options
         Passed to the chosen method (not with ``"auto"``).
 
     Returns
     -------
     CliqueMAPResult
-        With ``"auto"``, ``method`` names the steps taken, e.g. ``"generalized_alpha_pass+alpha_expansion"``,
-        and ``time`` covers all of them.
+        With ``"auto"``, ``method`` names the steps that gave the returned labelling, e.g.
+        ``"generalized_alpha_pass+alpha_expansion"``, and ``time`` covers all the steps taken.
 
     Examples
     --------
