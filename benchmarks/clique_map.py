@@ -164,7 +164,8 @@ def bench_majority(quick):
     per = 2 if quick else 6
     rec = Recorder("clique_majority", title="Clique MAP: majority potentials vs the exact solver (n=100, m=24)",
                    notes="Exact: `majority_exact` (per majority label and count a degree-constrained bipartite "
-                         "matching solved by HiGHS, pruned by the modified alpha-pass bounds). `*_opt`: fraction "
+                         "matching, solved as an assignment problem with label slots, pruned by the modified "
+                         "alpha-pass bounds). `*_opt`: fraction "
                          "of cliques solved optimally; `*_ratio_*`: score / optimum; `exact_x_ap`: exact time / "
                          "modified alpha-pass time.")
     rng = np.random.default_rng(11)

@@ -80,3 +80,21 @@ def test_exact_errors():
         majority_alpha_pass(np.zeros((4, 3)), np.ones((3, 2)))
     with pytest.raises(ValueError, match=re.escape("`W` must not contain NaN; got NaN at index (0, 0).")):
         majority_alpha_pass(np.zeros((4, 1)), [[np.nan]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=seeds, n=st.integers(1, 7), m=st.integers(1, 4), neginf=st.booleans())
+def test_majority_subproblem_assignment_equals_lp(make_phi, seed, n, m, neginf):
+    """Specialized equals generic: the slot assignment solves the paper's LP (2) with the tie rule."""
+    from tractable.clique.majority import solve_subproblem, solve_subproblem_lp
+
+    rng = np.random.default_rng(seed)
+    psi = make_phi(rng, n, m, 0.4 if neginf else 0.0) + rng.normal(size=(1, m))
+    alpha, k = int(rng.integers(0, m)), int(rng.integers(0, n + 1))
+    fast, ref = solve_subproblem(psi, alpha, k), solve_subproblem_lp(psi, alpha, k)
+    assert (fast is None) == (ref is None)
+    if fast is not None:
+        counts = np.bincount(fast, minlength=m)
+        assert counts[alpha] == k and np.all(counts[:alpha] < k) and np.all(counts <= k)
+        rows = np.arange(n)
+        assert psi[rows, fast].sum() == pytest.approx(psi[rows, ref].sum(), abs=ATOL)
