@@ -186,7 +186,7 @@ def bench_majority(quick):
         rec.add(kind=kind, cliques=ap.size, ap_opt=np.mean(ap >= 1 - REL_TIE), ap_ratio_min=ap.min(),
                 ap_ratio_median=np.median(ap), icm_opt=np.mean(ic >= 1 - REL_TIE), icm_ratio_min=ic.min(),
                 icm_ratio_median=np.median(ic), ap_beats_icm=np.mean(ap > ic + REL_TIE),
-                exact_s=np.median(s["ex_t"]), lps_median=np.median(s["n_lp"]),
+                exact_s=np.median(s["ex_t"]), subproblems_median=np.median(s["n_lp"]),
                 exact_x_ap=np.median(np.array(s["ex_t"]) / np.array(s["ap_t"])))
     rec.save()
 
