@@ -26,19 +26,22 @@ from scipy.special import expit
 
 from .._results import MAPResult, frozen_array
 from .._validate import as_float_array, check_choice, check_int, check_rng
+from ._balanced import Balanced
 from ._convolve import DEFAULT_CROSSOVER
 from ._kernels import sample_descent
 from ._result import CardinalityMarginals
-from ._tree import NO_CONFIGURATION, build_tree, downward, flat_messages, internal_order, upward
+from ._tree import NO_CONFIGURATION
 
 __all__ = ["log_partition", "map_assignment", "marginals", "sample"]
 
-_THRESHOLD = 1e-6  # a tilted root entry >= this (relative to the max) is taken as resolved
-_THRESHOLD_HI = 1.01 * _THRESHOLD + 1e-13  # upper bound of an unresolved entry, FFT noise included
+_THRESHOLD = 1e-13  # a tilted root entry >= this (relative to the max) is resolved (to ~3%)
+_THRESHOLD_HI = 1.5 * _THRESHOLD  # upper bound of an unresolved entry, FFT noise included
+_INNER = 1e-9  # entries above this are accurate to ~3e-6 relative
 _NEGLIGIBLE = 50.0  # counts whose mass is below exp(-50 - log(D + 1)) * Z are dropped
 _MAX_PASSES = 64
+_MASS_TOL = 3e-13  # counts left unresolved may carry at most this probability in total
 _FFT_EPS = 3e-15  # relative error of FFT convolution at the maximum of a message, a few levels deep
-_COUNT_TOL = 1e-14  # target absolute accuracy of the count marginals
+_COUNT_TOL = 1e-13  # target absolute accuracy of the count marginals
 _METHODS = ("auto", "fft", "direct")
 
 
@@ -90,20 +93,58 @@ def _tilt_for(theta: np.ndarray, k: int) -> float:
     return brentq(lambda t: expit(theta - t).sum() - k, lo, hi, xtol=1e-12, rtol=1e-15)
 
 
+def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
+    """Approximate mode of the posterior count, from a saddle-point approximation of log W(k).
+
+    ``W(k) = sum_{|y|=k} exp(theta . y)``; with ``K(t) = sum_d log(1 + exp(theta_d - t))`` and the
+    tilted mean ``m(t)`` and variance ``v(t)``, ``log W(m(t)) ~ K(t) + t m(t) - log(2 pi v(t)) / 2``.
+    ``theta`` is binned (4096 bins), so this costs O(D) plus a small grid; it only picks where
+    the first tilted pass is centred, and exactness does not depend on it.
+    """
+    n = theta.shape[0]
+    lo, hi = float(theta.min()), float(theta.max())
+    if hi - lo < 1e-12:
+        vals, counts = np.array([lo]), np.array([n])
+    else:
+        counts, edges = np.histogram(theta, bins=4096)
+        vals = 0.5 * (edges[1:] + edges[:-1])
+        keep = counts > 0
+        vals, counts = vals[keep], counts[keep]
+    ks = np.arange(n + 1)
+    ts = np.linspace(lo - 12.0, hi + 12.0, 512)
+    for _ in range(3):  # zoom in around the best tilt: the approximation is interpolated in t
+        z = vals[None, :] - ts[:, None]
+        p = expit(z)
+        m = p @ counts
+        v = (p * (1 - p)) @ counts
+        k_t = np.logaddexp(0.0, z) @ counts
+        logw = k_t + ts * m - 0.5 * np.log(2 * np.pi * np.maximum(v, 1e-300))
+        order = np.argsort(m)
+        approx = np.interp(ks, m[order], logw[order])
+        inside = (ks >= m.min() - 1) & (ks <= m.max() + 1) & (f > -np.inf)
+        if not inside.any():
+            break
+        with np.errstate(invalid="ignore"):
+            score = np.where(inside, f + approx, -np.inf)
+        target = int(np.argmax(score))
+        i = int(np.argmin(np.abs(m - target)))
+        ts = np.linspace(ts[max(i - 2, 0)], ts[min(i + 2, ts.shape[0] - 1)], 256)
+    return target
+
+
 class _Pass:
     """One tilted upward pass: its tilt, resolved window and root log count weights."""
 
     def __init__(self, theta, tilt, method, crossover, target=None):
         self.tilt = tilt
         self.target = target
-        tree = build_tree(theta.shape[0])
         logw = np.zeros((theta.shape[0], 2))
         logw[:, 1] = theta - tilt
-        self.up = upward(tree, logw, method=method, crossover=crossover)
+        self.up = Balanced(logw, method=method, crossover=crossover)
         n = theta.shape[0]
-        r = self.up.vec[-1][0, :n + 1]
+        r = self.up.root
         self.r = r
-        s = self.up.scale[-1][0]
+        s = self.up.root_scale
         ks = np.arange(n + 1)
         res = np.nonzero(r >= _THRESHOLD)[0]
         self.a, self.b = int(res[0]), int(res[-1])
@@ -113,14 +154,28 @@ class _Pass:
         self.const = s + tilt * c
         with np.errstate(divide="ignore"):
             self.rel = np.log(r) + tilt * (ks - c)
-        # rigorous upper bound outside the window (log-concavity of the count weights)
-        bound = self.rel.copy()
+        # upper bound outside the window from log-concavity of the count weights: every slope
+        # beyond the edge is at most the chord slope from an accurately resolved inner point
+        # (r >= _INNER) to the edge, and at most the step down to the unresolved neighbour
+        with np.errstate(divide="ignore"):
+            lr = np.log(r)
+            noise = _FFT_EPS / r  # relative error of a resolved entry
+        inner = np.nonzero(r >= _INNER)[0]
+        slope_r = np.log(_THRESHOLD_HI) - lr[self.b]
+        slope_l = np.log(_THRESHOLD_HI) - lr[self.a]
+        if inner.size and inner[-1] < self.b:
+            j = inner[-1]
+            slope_r = min(slope_r, (lr[self.b] - lr[j] + 2 * (noise[self.b] + noise[j])) / (self.b - j))
+        if inner.size and inner[0] > self.a:
+            j = inner[0]
+            slope_l = min(slope_l, (lr[self.a] - lr[j] + 2 * (noise[self.a] + noise[j])) / (j - self.a))
+        with np.errstate(invalid="ignore"):
+            top = lr + np.log1p(2 * noise)
+        bound = top + tilt * (ks - c)
         right = ks > self.b
-        bound[right] = (np.log(r[self.b]) + (ks[right] - self.b) * np.log(_THRESHOLD_HI / r[self.b])
-                        + tilt * (ks[right] - c))
+        bound[right] = top[self.b] + (ks[right] - self.b) * slope_r + tilt * (ks[right] - c)
         left = ks < self.a
-        bound[left] = (np.log(r[self.a]) + (self.a - ks[left]) * np.log(_THRESHOLD_HI / r[self.a])
-                       + tilt * (ks[left] - c))
+        bound[left] = top[self.a] + (self.a - ks[left]) * slope_l + tilt * (ks[left] - c)
         self.bound = bound + self.const
 
 
@@ -134,8 +189,8 @@ def _locate(prob: _Problem, method: str, crossover: int):
     passes: list[_Pass] = []
     best_r = np.zeros(n + 1)
     owner = np.full(n + 1, -1)
-    tilt = 0.0
-    target = None
+    target = _initial_target(theta, f)
+    tilt = _tilt_for(theta, target)
     neg = _NEGLIGIBLE + np.log(n + 1.0)
     for _ in range(_MAX_PASSES):
         p = _Pass(theta, tilt, method, crossover, target)
@@ -146,9 +201,10 @@ def _locate(prob: _Problem, method: str, crossover: int):
         upper = np.min([q.bound for q in passes], axis=0)
         logz, rel = _log_partition_known(passes, owner, f)
         cand = (owner < 0) & (f > -np.inf) & (f + upper > logz - neg)
-        if cand.any():
-            idx = np.nonzero(cand)[0]
-            target = int(idx[np.argmax((f + upper)[idx])])
+        with np.errstate(over="ignore", invalid="ignore"):
+            left_out = np.exp(np.where(cand, f + upper - logz, -np.inf))
+        if left_out.sum() > _MASS_TOL or not logz > -np.inf:
+            target = _next_target(cand, f + upper, rel, passes)
         else:
             # all counts that matter are resolved; re-centre once more where a count with large
             # probability sits far below its pass's maximum (FFT error ~ 1e-15 / r relative)
@@ -158,15 +214,6 @@ def _locate(prob: _Problem, method: str, crossover: int):
             if err[target] <= _COUNT_TOL or method == "direct" or any(q.target == target for q in passes):
                 break
         tilt = _tilt_for(theta, target)
-    # one pass that resolves every count that matters owns them all: then log P(count) needs no
-    # difference of two passes' large log scales (whose rounding would show at ~1e-12)
-    sig = rel > -neg
-    cover = [float(q.r[sig].min()) for q in passes]
-    best = int(np.argmax(cover))
-    if cover[best] >= _THRESHOLD:
-        mine = passes[best].r >= _THRESHOLD
-        owner[mine] = best
-        logz, rel = _log_partition_known(passes, owner, f)
     return passes, rel, owner, logz
 
 
@@ -179,19 +226,41 @@ def _pass_offsets(passes, ref: int) -> np.ndarray:
     """
     off = np.array([q.const - passes[ref].const for q in passes])
     done = {ref}
-    frontier = [ref]
-    while frontier:
-        i = frontier.pop()
-        for j in range(len(passes)):
-            if j in done:
-                continue
-            both = np.minimum(passes[i].r, passes[j].r)
-            k = int(np.argmax(both))
-            if both[k] >= _THRESHOLD:
-                off[j] = passes[i].rel[k] + off[i] - passes[j].rel[k]
-                done.add(j)
-                frontier.append(j)
-    return off
+    while True:  # widest-overlap-first (a maximum bottleneck spanning tree)
+        best = (_INNER, -1, -1, -1)
+        for i in done:
+            for j in range(len(passes)):
+                if j in done:
+                    continue
+                both = np.minimum(passes[i].r, passes[j].r)
+                k = int(np.argmax(both))
+                if both[k] >= best[0]:
+                    best = (both[k], i, j, k)
+        _, i, j, k = best
+        if j < 0:
+            return off
+        off[j] = passes[i].rel[k] + off[i] - passes[j].rel[k]
+        done.add(j)
+
+
+def _next_target(cand, upper_score, logpi, passes) -> int:
+    """Count at which to centre the next tilted pass.
+
+    The count weights are log-concave, so the mass that is still unresolved lies next to the
+    resolved region: the next window is placed just beyond the nearest unresolved candidate on the
+    side whose bounded mass is larger, overlapping the current windows.
+    """
+    idx = np.nonzero(cand)[0]
+    if not np.any(logpi > -np.inf):
+        return int(idx[np.argmax(upper_score[idx])])
+    mode = int(np.argmax(logpi))
+    half = max(1, (passes[-1].b - passes[-1].a) // 2)
+    below, above = idx[idx < mode], idx[idx > mode]
+    mass_below = np.logaddexp.reduce(upper_score[below]) if below.size else -np.inf
+    mass_above = np.logaddexp.reduce(upper_score[above]) if above.size else -np.inf
+    if mass_above >= mass_below:
+        return int(min(above[0] + int(0.8 * half), above[-1]))
+    return int(max(below[-1] - int(0.8 * half), below[0]))
 
 
 def _log_partition_known(passes, owner, f):
@@ -280,18 +349,17 @@ def marginals(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CROSSO
         passes, logpi, owner, logz = _locate(prob, method, crossover)
         f_eff = prob.f_eff
         n = prob.n_free
-        sig = logpi > -(_NEGLIGIBLE + np.log(n + 1.0))
+        sig = logpi > -np.inf
         pi = np.exp(logpi)
-        tree = build_tree(n)
         log1 = np.full(n, -np.inf)
         log0 = np.full(n, -np.inf)
         ks = np.arange(n + 1)
         for i in np.unique(owner[sig]):
             p = passes[i]
             root_out = np.where(sig & (owner == i), f_eff + p.tilt * ks, -np.inf)
-            out = downward(tree, p.up, root_out, method=method, crossover=crossover)
+            vec, scale = p.up.downward(root_out)
             with np.errstate(divide="ignore"):
-                lo = np.log(out.vec[0]) + out.scale[0][:, None]
+                lo = np.log(vec) + scale[:, None]
             log1 = np.logaddexp(log1, lo[:, 1] + prob.theta_free - p.tilt)
             log0 = np.logaddexp(log0, lo[:, 0])
             if i != len(passes) - 1:
@@ -369,16 +437,14 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     counts = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
     counts = np.minimum(counts, prob.n_free)
     n = prob.n_free
-    tree = build_tree(n)
-    order = internal_order(tree)
     free_rows = np.empty((size, n), dtype=np.uint8)
     which = owner[counts]
     for i in np.unique(which):
         sel = np.nonzero(which == i)[0]
-        flat, offset, length = flat_messages(tree, passes[i].up)
+        left, right, order, flat, offset, length, pad = passes[i].up.flat()
         seed = int(rng.integers(2**31 - 1))
-        free_rows[sel] = sample_descent(counts[sel].astype(np.int64), order, tree.left, tree.right, flat,
-                                        offset, length, n, seed)
+        free_rows[sel] = sample_descent(counts[sel].astype(np.int64), order, left, right, flat, offset, length,
+                                        pad, seed)[:, :n]
     out[:, prob.free] = free_rows
     return out
 

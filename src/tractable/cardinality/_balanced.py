@@ -1,0 +1,171 @@
+"""The balanced convolution tree of a single cardinality potential, one array per level.
+
+The ``n`` leaves are padded to ``P = 2^L`` with leaves that are always off (weights (1, 0)), so
+level ``h`` holds ``2^(L-h)`` nodes whose count messages have exactly ``2^h + 1`` entries: one
+(rows, width) array per level, children of row ``r`` at rows ``2r`` and ``2r + 1`` of the level
+below (torch-struct's ``[0::2]`` / ``[1::2]`` pairing). A level is one batched ``scipy.fft`` call.
+
+FFT sizes are powers of two: the convolution of two children (``w + 1`` entries each) has
+``2w + 1`` entries, but only its two end entries alias under a circular convolution of length
+``2w``, and both are single products (``c[0] = a[0] b[0]``, ``c[2w] = a[w] b[w]``), set exactly.
+For the downward correlation only the last entry aliases; it is a dot product, done directly.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import scipy.fft as sfft
+
+from ._kernels import conv_direct_batch, corr_direct_batch
+
+_WORKERS = max(1, min(2, os.cpu_count() or 1))
+_NOISE = 1e-14  # FFT output entries below this fraction of the row maximum are rounding noise
+
+
+def _clean(x: np.ndarray) -> np.ndarray:
+    floor = _NOISE * x.max(axis=1, keepdims=True)
+    x[x < floor] = 0.0
+    return x
+
+
+class Balanced:
+    """Upward messages of the balanced tree over ``n`` leaves (padded to a power of two)."""
+
+    def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = 48):
+        n = leaf_logw.shape[0]
+        self.n = n
+        n_levels = max(0, int(np.ceil(np.log2(n)))) if n > 1 else 0
+        self.n_levels = n_levels
+        pad = 1 << n_levels
+        self.method = method
+        self.crossover = crossover
+        m = leaf_logw.max(axis=1)
+        v0 = np.zeros((pad, 2))
+        v0[:, 0] = 1.0
+        v0[:n] = np.exp(leaf_logw - m[:, None])
+        s0 = np.zeros(pad)
+        s0[:n] = m
+        self.vec = [v0]
+        self.scale = [s0]
+        for h in range(1, n_levels + 1):
+            a = self.vec[h - 1]
+            x = self._conv(a[0::2], a[1::2])
+            # structural zeros: a node with fewer real leaves than 2^h cannot exceed its size
+            rows = np.arange(x.shape[0])
+            size = np.clip(n - rows * (1 << h), 0, 1 << h)
+            part = np.nonzero(size < (1 << h))[0]
+            if part.size:
+                cols = np.arange(x.shape[1])
+                x[part] = np.where(cols[None, :] > size[part, None], 0.0, x[part])
+            mx = x.max(axis=1)
+            x /= mx[:, None]
+            self.vec.append(x)
+            sc = self.scale[h - 1]
+            self.scale.append(sc[0::2] + sc[1::2] + np.log(mx))
+
+    def _use_fft(self, width: int) -> bool:
+        return self.method == "fft" or (self.method == "auto" and width > self.crossover)
+
+    def _conv(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        w = a.shape[1] - 1
+        if not self._use_fft(w + 1):
+            return conv_direct_batch(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        n = 2 * w
+        fa = sfft.rfft(a, n=n, axis=1, workers=_WORKERS)
+        fa *= sfft.rfft(b, n=n, axis=1, workers=_WORKERS)
+        x = np.empty((a.shape[0], n + 1))
+        x[:, :n] = sfft.irfft(fa, n=n, axis=1, workers=_WORKERS)
+        x[:, 0] = a[:, 0] * b[:, 0]
+        x[:, n] = a[:, w] * b[:, w]
+        return _clean(x)
+
+    @property
+    def root(self) -> np.ndarray:
+        """Root message over counts 0..n (normalized to max 1)."""
+        return self.vec[-1][0, :self.n + 1]
+
+    @property
+    def root_scale(self) -> float:
+        return float(self.scale[-1][0])
+
+    def downward(self, root_out_log: np.ndarray):
+        """Messages into the leaves from above: (n, 2) normalized rows and (n,) log scales."""
+        mx = np.max(root_out_log)
+        a = np.zeros((1, (1 << self.n_levels) + 1))
+        a[0, :root_out_log.shape[0]] = np.exp(root_out_log - mx)
+        sa = np.array([mx])
+        for h in range(self.n_levels, 0, -1):
+            up = self.vec[h - 1]
+            w = up.shape[1] - 1
+            ul, ur = up[0::2], up[1::2]
+            if not self._use_fft(w + 1):
+                aa = np.concatenate([a, a])
+                x2 = corr_direct_batch(aa, np.concatenate([ur, ul]), w + 1)
+                xl, xr = x2[:a.shape[0]], x2[a.shape[0]:]
+            else:
+                n = 2 * w
+                fa = sfft.rfft(a[:, :n], n=n, axis=1, workers=_WORKERS)
+                fu = np.conj(sfft.rfft(up, n=n, axis=1, workers=_WORKERS))
+                fl = fu[0::2]
+                fl *= fa
+                fr = fu[1::2]
+                fr *= fa
+                xl = np.empty((a.shape[0], w + 1))
+                xr = np.empty((a.shape[0], w + 1))
+                xl[:, :w] = sfft.irfft(fr, n=n, axis=1, workers=_WORKERS)[:, :w]
+                xr[:, :w] = sfft.irfft(fl, n=n, axis=1, workers=_WORKERS)[:, :w]
+                tail = a[:, w:]
+                xl[:, w] = np.einsum("ij,ij->i", tail, ur)
+                xr[:, w] = np.einsum("ij,ij->i", tail, ul)
+                _clean(xl)
+                _clean(xr)
+            x = np.empty((2 * a.shape[0], w + 1))
+            x[0::2] = xl
+            x[1::2] = xr
+            sc = np.empty(2 * a.shape[0])
+            sup = self.scale[h - 1]
+            sc[0::2] = sa + sup[1::2]
+            sc[1::2] = sa + sup[0::2]
+            mx = x.max(axis=1)
+            zero = ~(mx > 0)
+            mx[zero] = 1.0
+            x /= mx[:, None]
+            with np.errstate(divide="ignore"):
+                sa = sc + np.log(mx)
+            sa[zero] = -np.inf
+            a = x
+        return a[:self.n], sa[:self.n]
+
+    def flat(self):
+        """Upward messages flattened for the sampling kernel, in the generic node numbering.
+
+        Returns (left, right, order, flat, offset, length, n_leaves_padded): nodes are the padded
+        leaves ``0..P-1`` followed by the internal nodes level by level.
+        """
+        pad = 1 << self.n_levels
+        n_nodes = 2 * pad - 1
+        level_start = [0]
+        for h in range(self.n_levels + 1):
+            level_start.append(level_start[-1] + (pad >> h))
+        left = np.full(n_nodes, -1, dtype=np.int64)
+        right = np.full(n_nodes, -1, dtype=np.int64)
+        offset = np.empty(n_nodes, dtype=np.int64)
+        length = np.empty(n_nodes, dtype=np.int64)
+        base = 0
+        for h in range(self.n_levels + 1):
+            rows = pad >> h
+            ids = np.arange(level_start[h], level_start[h] + rows)
+            width = (1 << h) + 1
+            offset[ids] = base + np.arange(rows) * width
+            size = np.clip(self.n - np.arange(rows) * (1 << h), 0, 1 << h)
+            length[ids] = size + 1
+            base += rows * width
+            if h > 0:
+                child = level_start[h - 1] + 2 * np.arange(rows)
+                left[ids] = child
+                right[ids] = child + 1
+        flat = np.concatenate([v.ravel() for v in self.vec])
+        order = np.arange(n_nodes - 1, pad - 1, -1, dtype=np.int64)
+        return left, right, order, flat, offset, length, pad
