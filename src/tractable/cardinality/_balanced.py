@@ -49,9 +49,10 @@ class Balanced:
         s0[:n] = m
         self.vec = [v0]
         self.scale = [s0]
+        self._fft = {}  # rfft of level h - 1 at length 2^h, reused by the downward pass
         for h in range(1, n_levels + 1):
             a = self.vec[h - 1]
-            x = self._conv(a[0::2], a[1::2])
+            x = self._conv(a, h)
             # structural zeros: a node with fewer real leaves than 2^h cannot exceed its size
             rows = np.arange(x.shape[0])
             size = np.clip(n - rows * (1 << h), 0, 1 << h)
@@ -68,15 +69,17 @@ class Balanced:
     def _use_fft(self, width: int) -> bool:
         return self.method == "fft" or (self.method == "auto" and width > self.crossover)
 
-    def _conv(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        w = a.shape[1] - 1
+    def _conv(self, level: np.ndarray, h: int) -> np.ndarray:
+        """Convolve rows 2r and 2r + 1 of ``level`` (the messages of height h - 1)."""
+        a, b = level[0::2], level[1::2]
+        w = level.shape[1] - 1
         if not self._use_fft(w + 1):
             return conv_direct_batch(np.ascontiguousarray(a), np.ascontiguousarray(b))
         n = 2 * w
-        fa = sfft.rfft(a, n=n, axis=1, workers=_WORKERS)
-        fa *= sfft.rfft(b, n=n, axis=1, workers=_WORKERS)
+        fl = sfft.rfft(level, n=n, axis=1, workers=_WORKERS)
+        self._fft[h] = fl
         x = np.empty((a.shape[0], n + 1))
-        x[:, :n] = sfft.irfft(fa, n=n, axis=1, workers=_WORKERS)
+        x[:, :n] = sfft.irfft(fl[0::2] * fl[1::2], n=n, axis=1, workers=_WORKERS)
         x[:, 0] = a[:, 0] * b[:, 0]
         x[:, n] = a[:, w] * b[:, w]
         return _clean(x)
@@ -106,11 +109,13 @@ class Balanced:
                 xl, xr = x2[:a.shape[0]], x2[a.shape[0]:]
             else:
                 n = 2 * w
-                fa = sfft.rfft(a[:, :n], n=n, axis=1, workers=_WORKERS)
-                fu = np.conj(sfft.rfft(up, n=n, axis=1, workers=_WORKERS))
-                fl = fu[0::2]
+                fa = sfft.rfft(a, n=n, axis=1, workers=_WORKERS)  # entry n aliases; fixed below
+                fu = self._fft.get(h)
+                if fu is None:
+                    fu = sfft.rfft(up, n=n, axis=1, workers=_WORKERS)
+                fl = np.conj(fu[0::2])
                 fl *= fa
-                fr = fu[1::2]
+                fr = np.conj(fu[1::2])
                 fr *= fa
                 xl = np.empty((a.shape[0], w + 1))
                 xr = np.empty((a.shape[0], w + 1))
