@@ -165,3 +165,26 @@ def test_compiled_alpha_pass_matches_array_version(make_phi, seed, n, m, code, n
     ref = _alpha_pass_arrays(phi, pot, kernel_args(pot, n, m))
     s_fast, s_ref = score(phi, pot, fast), score(phi, pot, ref)
     assert s_fast == pytest.approx(s_ref, abs=ATOL) or s_fast == s_ref == -np.inf
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=seeds, n=st.integers(1, 25), m=st.integers(2, 6), p=st.integers(1, 3), code=st.integers(0, 2),
+       neginf=st.booleans(), ties=st.booleans())
+def test_compiled_generalized_pass_matches_array_version(make_phi, seed, n, m, p, code, neginf, ties):
+    from tractable.clique import LinearMajority, SumPotential
+    from tractable.clique._result import kernel_args
+    from tractable.clique.alpha_pass import _generalized_arrays
+
+    rng = np.random.default_rng(seed)
+    phi = make_phi(rng, n, m, 0.3 if neginf else 0.0)
+    if ties:
+        phi = np.round(phi)
+    table = rng.normal(size=(m, n + 1))
+    table[rng.random((m, n + 1)) < 0.1] = -np.inf
+    table[:, 0] = 0.0
+    pot = [SumPotential(table), MaxPotential(table), LinearMajority(rng.normal(size=(m, m)))][code]
+    S = label_subsets(m, p)
+    fast = _kernels.subset_pass_labels(phi, S, *kernel_args(pot, n, m))
+    ref = _generalized_arrays(phi, pot, kernel_args(pot, n, m), S)
+    s_fast, s_ref = score(phi, pot, fast), score(phi, pot, ref)
+    assert s_fast == pytest.approx(s_ref, abs=ATOL) or s_fast == s_ref == -np.inf

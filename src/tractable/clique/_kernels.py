@@ -362,3 +362,80 @@ def alpha_pass_labels(phi, code, table, W):
     for t in range(best_k):
         labels[order[t]] = alpha
     return labels
+
+
+@njit(cache=True)
+def subset_pass_labels(phi, S, code, table, W):
+    """Generalized alpha-pass over the label subsets ``S`` (P, s), rows padded with ``m``.
+
+    For subset ``A``, a node's in-label is its best label in ``A`` and its out-label its best label
+    outside ``A``; the sweep is that of :func:`alpha_pass_labels` with in-labels in place of alpha.
+    Same candidates and tie-breaking as the array version in ``alpha_pass.py``. O(P n (m + log n)).
+    """
+    n, m = phi.shape
+    P, s = S.shape
+    member = np.zeros(m + 1, dtype=np.bool_)
+    in_lab = np.empty(n, dtype=np.int64)
+    out_lab = np.empty(n, dtype=np.int64)
+    keys = np.empty(n)
+    suf = np.empty(n + 1)
+    c = np.empty(m, dtype=np.int64)
+    best_v = -np.inf
+    best_p = -1
+    best_k = 0
+    for p in range(P + 1):
+        # pass P re-derives the labelling of the best subset
+        q = best_p if p == P else p
+        for j in range(s):
+            member[S[q, j]] = True
+        for u in range(n):
+            bi = -1
+            bo = -1
+            for y in range(m):
+                if member[y]:
+                    if bi < 0 or phi[u, y] > phi[u, bi]:
+                        bi = y
+                elif bo < 0 or phi[u, y] > phi[u, bo]:
+                    bo = y
+            in_lab[u] = bi
+            out_lab[u] = bo
+            keys[u] = -_move_key(phi[u, bi], phi[u, bo])
+        for j in range(s):
+            member[S[q, j]] = False
+        order = np.argsort(keys, kind="mergesort")
+        if p == P:
+            labels = out_lab.copy()
+            for t in range(best_k):
+                labels[order[t]] = in_lab[order[t]]
+            return labels
+        suf[n] = 0.0
+        for t in range(n - 1, -1, -1):
+            u = order[t]
+            suf[t] = suf[t + 1] + phi[u, out_lab[u]]
+        for y in range(m):
+            c[y] = 0
+        for u in range(n):
+            c[out_lab[u]] += 1
+        fin, ninf = _sum_terms(c, table) if code == 0 else (0.0, 0)
+        pre = 0.0
+        for k in range(n + 1):
+            if k > 0:
+                u = order[k - 1]
+                a = out_lab[u]
+                b = in_lab[u]
+                pre += phi[u, b]
+                c[a] -= 1
+                c[b] += 1
+                if code == 0:
+                    fin, ninf = _sum_shift(fin, ninf, table, a, c[a] + 1, c[a])
+                    fin, ninf = _sum_shift(fin, ninf, table, b, c[b] - 1, c[b])
+            if code == 0:
+                cv = -np.inf if ninf > 0 else fin
+            else:
+                cv = clique_value(c, code, table, W)
+            v = pre + suf[k] + cv
+            if v > best_v or best_p < 0:
+                best_v = v
+                best_p = p
+                best_k = k
+    return out_lab  # unreachable: the loop returns at p == P

@@ -181,6 +181,28 @@ def label_subsets(m: int, p: int) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, s)
 
 
+def _generalized_arrays(phi, potential, kargs, S):
+    """Generalized alpha-pass with the sweeps as arrays (any potential; the reference of
+    ``_kernels.subset_pass_labels``)."""
+    n, m = phi.shape
+    s = S.shape[1]
+    phi_ext = np.concatenate([phi, np.full((n, 1), -np.inf)], axis=1)
+    top = np.argsort(-phi, axis=1, kind="stable")[:, : s + 1]  # best out-label is among the top s + 1
+    best_v, best_lab = -np.inf, None
+    per = max(1, _CHUNK // (n * (s + 1) * (m if kargs[0] == 3 else 1)))
+    for lo in range(0, S.shape[0], per):
+        sub = S[lo: lo + per]
+        vals = phi_ext[:, sub]  # (n, P, s)
+        in_lab = np.take_along_axis(sub[None], np.argmax(vals, axis=2)[:, :, None], axis=2)[:, :, 0].T
+        member = (top[:, None, :, None] == sub[None, :, None, :]).any(axis=3)  # (n, P, s + 1)
+        first_out = np.argmax(~member, axis=2)  # (n, P)
+        out_lab = np.take_along_axis(top, first_out, axis=1).T
+        v, lab = _best_of_sweeps(phi, potential, kargs, np.ascontiguousarray(in_lab), np.ascontiguousarray(out_lab))
+        if best_lab is None or v > best_v:
+            best_v, best_lab = v, lab
+    return best_lab
+
+
 def generalized_alpha_pass(phi, potential, p: int = 2) -> CliqueMAPResult:
     """MAP labelling of a clique by generalized alpha-pass over label subsets of size ``<= p``.
 
@@ -221,20 +243,9 @@ def generalized_alpha_pass(phi, potential, p: int = 2) -> CliqueMAPResult:
         return _trivial(phi, potential, "generalized_alpha_pass", t0)
     kargs = kernel_args(potential, n, m)
     S = label_subsets(m, p)
-    s = S.shape[1]
-    phi_ext = np.concatenate([phi, np.full((n, 1), -np.inf)], axis=1)
-    top = np.argsort(-phi, axis=1, kind="stable")[:, : s + 1]  # best out-label is among the top s + 1
-    best_v, best_lab = -np.inf, None
-    per = max(1, _CHUNK // (n * (s + 1) * (m if kargs[0] == 3 else 1)))
-    for lo in range(0, S.shape[0], per):
-        sub = S[lo: lo + per]
-        vals = phi_ext[:, sub]  # (n, P, s)
-        in_lab = np.take_along_axis(sub[None], np.argmax(vals, axis=2)[:, :, None], axis=2)[:, :, 0].T
-        member = (top[:, None, :, None] == sub[None, :, None, :]).any(axis=3)  # (n, P, s + 1)
-        first_out = np.argmax(~member, axis=2)  # (n, P)
-        out_lab = np.take_along_axis(top, first_out, axis=1).T
-        v, lab = _best_of_sweeps(phi, potential, kargs, np.ascontiguousarray(in_lab), np.ascontiguousarray(out_lab))
-        if best_lab is None or v > best_v:
-            best_v, best_lab = v, lab
+    if kargs[0] == 3:
+        best_lab = _generalized_arrays(phi, potential, kargs, S)
+    else:
+        best_lab = _kernels.subset_pass_labels(phi, S, *kargs)
     exact = potential.family == "max" or m <= 2
     return make_result(phi, potential, best_lab, "generalized_alpha_pass", exact, t0, n_iter=S.shape[0])
