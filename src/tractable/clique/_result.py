@@ -80,7 +80,7 @@ def kernel_args(potential: CliquePotential, n: int, m: int):
     # fresh writeable C-ordered copies, so that every call hits the same compiled specialization
     dummy = np.zeros((1, 1))
     if potential.family in ("sum", "max"):
-        return potential.code, np.array(potential.table(n, m), order="C"), dummy
+        return potential.code, potential.table(n, m), dummy
     if potential.family == "majority":
         return potential.code, dummy, np.array(potential.W, order="C")
     return potential.code, dummy, dummy

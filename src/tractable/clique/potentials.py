@@ -92,7 +92,7 @@ class CliquePotential:
         if self.family not in ("sum", "max"):
             raise ValueError(f"`potential` {self!r} is not a SUM or MAX potential; it has no per-label table.")
         self.check(n, m)
-        return np.ascontiguousarray(self._table(n, m), dtype=np.float64)
+        return np.array(self._table(n, m), dtype=np.float64, order="C")  # a fresh writeable copy
 
     @property
     def code(self) -> int:
