@@ -164,14 +164,14 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
     root_counts : (S,) int64; order : internal nodes, parents before children (root first);
     left/right : children of each node (leaves are 0..n_leaves-1); up : flat upward messages with
     ``offset``/``length`` per node; seed : seed of numba's generator (drawn from the caller's
-    numpy Generator, so results are reproducible). The CDF of each
-    (node, parent count) pair is computed once and reused by every sample that needs it.
+    numpy Generator, so results are reproducible). Samples are processed in chunks, node by node
+    within a chunk, so the split distribution of a node stays in cache while all samples of the
+    chunk use it; the CDF of each (node, parent count) pair is computed once for all samples.
     Returns (S, n_leaves) uint8.
     """
     n_samples = root_counts.shape[0]
     n_nodes = left.shape[0]
     out = np.zeros((n_samples, n_leaves), dtype=np.uint8)
-    # cache: slot index for (node, c) -> start in buf, and lo of the range
     cache_base = np.zeros(n_nodes + 1, dtype=np.int64)
     for v in range(n_nodes):
         cache_base[v + 1] = cache_base[v] + (length[v] if v >= n_leaves else 0)
@@ -180,52 +180,58 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
     cache_n = np.zeros(cache_base[n_nodes], dtype=np.int64)
     buf = np.empty(1 << 16)
     used = 0
-    counts = np.zeros(n_nodes, dtype=np.int64)
+    chunk = 64
+    counts = np.zeros((n_nodes, chunk), dtype=np.int32)
     root = order[0]
     np.random.seed(seed)  # noqa: NPY002 -- numba's own generator, seeded from the caller's Generator
-    for s in range(n_samples):
-        counts[root] = root_counts[s]
+    for c0 in range(0, n_samples, chunk):
+        m = min(chunk, n_samples - c0)
+        for s in range(m):
+            counts[root, s] = root_counts[c0 + s]
         for q in range(order.shape[0]):
             v = order[q]
-            c = counts[v]
             lv = left[v]
             rv = right[v]
-            if c == 0:
-                counts[lv] = 0
-                counts[rv] = 0
-                continue
-            if c == length[v] - 1:
-                counts[lv] = length[lv] - 1
-                counts[rv] = length[rv] - 1
-                continue
-            slot = cache_base[v] + c
-            if cache_pos[slot] < 0:
-                need = min(c, length[lv] - 1) + 1
-                if used + need > buf.shape[0]:
-                    nb = np.empty(max(2 * buf.shape[0], used + need))
-                    nb[:used] = buf[:used]
-                    buf = nb
-                lo, n = _split_cdf(up, offset[lv], length[lv], offset[rv], length[rv], c, buf, used)
-                cache_pos[slot] = used
-                cache_lo[slot] = lo
-                cache_n[slot] = n
-                used += n
-            pos = cache_pos[slot]
-            n = cache_n[slot]
-            target = np.random.random() * buf[pos + n - 1]  # noqa: NPY002 -- numba generator
-            # binary search: first index with cdf > target
-            a = 0
-            b = n - 1
-            while a < b:
-                mid = (a + b) // 2
-                if buf[pos + mid] > target:
-                    b = mid
-                else:
-                    a = mid + 1
-            # the first index whose CDF exceeds the target never has zero weight
-            j = cache_lo[slot] + a
-            counts[lv] = j
-            counts[rv] = c - j
-        for leaf in range(n_leaves):
-            out[s, leaf] = counts[leaf]
+            full = length[v] - 1
+            for s in range(m):
+                c = counts[v, s]
+                if c == 0:
+                    counts[lv, s] = 0
+                    counts[rv, s] = 0
+                    continue
+                if c == full:
+                    counts[lv, s] = length[lv] - 1
+                    counts[rv, s] = length[rv] - 1
+                    continue
+                slot = cache_base[v] + c
+                if cache_pos[slot] < 0:
+                    need = min(c, length[lv] - 1) + 1
+                    if used + need > buf.shape[0]:
+                        nb = np.empty(max(2 * buf.shape[0], used + need))
+                        nb[:used] = buf[:used]
+                        buf = nb
+                    lo, n = _split_cdf(up, offset[lv], length[lv], offset[rv], length[rv], c, buf, used)
+                    cache_pos[slot] = used
+                    cache_lo[slot] = lo
+                    cache_n[slot] = n
+                    used += n
+                pos = cache_pos[slot]
+                n = cache_n[slot]
+                target = np.random.random() * buf[pos + n - 1]  # noqa: NPY002 -- numba generator
+                # binary search for the first index whose CDF exceeds the target (never a
+                # zero-weight entry)
+                a = 0
+                b = n - 1
+                while a < b:
+                    mid = (a + b) // 2
+                    if buf[pos + mid] > target:
+                        b = mid
+                    else:
+                        a = mid + 1
+                j = cache_lo[slot] + a
+                counts[lv, s] = j
+                counts[rv, s] = c - j
+        for s in range(m):
+            for leaf in range(n_leaves):
+                out[c0 + s, leaf] = counts[leaf, s]
     return out
