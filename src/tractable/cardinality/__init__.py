@@ -10,9 +10,11 @@ cardinality potential; :func:`chain_marginals` is the O(D^2) chain baseline.
 from ._result import CardinalityMarginals
 from .chain import chain_marginals
 from .convolution_tree import log_partition, map_assignment, marginals, sample
+from .recursive import RecursiveCardinalityModel
 
 __all__ = [
     "CardinalityMarginals",
+    "RecursiveCardinalityModel",
     "chain_marginals",
     "log_partition",
     "map_assignment",

@@ -1,0 +1,147 @@
+"""Recursive cardinality models against enumeration and the single-potential functions."""
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+from scipy.special import logsumexp
+from scipy.stats import chisquare
+
+from tractable.cardinality import RecursiveCardinalityModel, marginals
+
+
+def random_nested(rng, items, depth=0):
+    """A random nested family over ``items``: split into groups, recurse, keep some groups."""
+    out = []
+    if len(items) == 0:
+        return out
+    if rng.random() < 0.8 or depth == 0:
+        out.append(list(items))
+    if len(items) > 1 and depth < 4:
+        cuts = np.sort(rng.choice(np.arange(1, len(items)), size=rng.integers(1, min(3, len(items) - 1) + 1),
+                                  replace=False))
+        for part in np.split(np.array(items), cuts):
+            out += random_nested(rng, list(part), depth + 1)
+    return out
+
+
+def enumerate_model(n, subsets, pots, theta):
+    ys = np.array(list(itertools.product([0, 1], repeat=n)))
+    with np.errstate(invalid="ignore"):
+        sc = np.where(ys == 1, theta, 0.0).sum(1)
+    for s, f in zip(subsets, pots):
+        sc = sc + f[ys[:, s].sum(1)]
+    lz = logsumexp(sc)
+    p = np.exp(sc - lz)
+    subm = [np.bincount(ys[:, s].sum(1), weights=p, minlength=len(s) + 1) for s in subsets]
+    return p @ ys, np.bincount(ys.sum(1), weights=p, minlength=n + 1), lz, sc.max(), subm, p, ys
+
+
+@st.composite
+def models(draw):
+    n = draw(st.integers(1, 10))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    perm = list(rng.permutation(n))
+    subsets = random_nested(rng, perm)
+    pots = []
+    for s in subsets:
+        f = rng.normal(0, 2, len(s) + 1)
+        f[rng.random(len(s) + 1) < 0.2] = -np.inf
+        if not np.isfinite(f).any():
+            f[0] = 0.0
+        pots.append(f)
+    theta = rng.normal(0, 2, n)
+    return n, subsets, pots, theta
+
+
+@settings(max_examples=60, deadline=None)
+@given(models(), st.sampled_from(["auto", "fft"]))
+def test_matches_enumeration(model, method):
+    n, subsets, pots, theta = model
+    mu, pi, lz, best, subm, _, _ = enumerate_model(n, subsets, pots, theta)
+    if not np.isfinite(lz):
+        with pytest.raises(ValueError, match="no configuration has non-zero probability"):
+            RecursiveCardinalityModel(n, subsets, pots, theta, method=method).log_partition()
+        return
+    m = RecursiveCardinalityModel(n, subsets, pots, theta, method=method, crossover=1 if method == "fft" else 48)
+    res = m.marginals()
+    # direct convolution is exact up to rounding; FFT messages are accurate relative to their
+    # largest entry, hence the absolute tolerance
+    atol = 1e-10 if method == "fft" else 1e-13
+    assert_allclose(res.marginals, mu, rtol=1e-9, atol=atol)
+    assert_allclose(res.count_marginals, pi, atol=atol)
+    assert_allclose(res.log_partition, lz, atol=1e-9 * max(1, abs(lz)))
+    for got, want in zip(m.subset_count_marginals(), subm):
+        assert_allclose(got, want, atol=atol)
+    mp = m.map_assignment()
+    assert_allclose(mp.score, best, rtol=1e-12, atol=1e-12)
+
+
+def test_single_potential_matches_convolution_tree():
+    rng = np.random.default_rng(1)
+    n = 300
+    theta, f = rng.normal(size=n), rng.normal(size=n + 1)
+    m = RecursiveCardinalityModel(n, [np.arange(n)], [f], theta)
+    ref = marginals(theta, f)
+    # both exact; the RC model runs untilted, so allow FFT rounding relative to the max
+    assert_allclose(m.marginals().marginals, ref.marginals, rtol=1e-9)
+    assert_allclose(m.log_partition(), ref.log_partition, rtol=1e-12)
+
+
+def test_singletons_are_independent_variables():
+    rng = np.random.default_rng(2)
+    n = 50
+    a = rng.normal(size=n)
+    b = rng.normal(size=n)
+    m = RecursiveCardinalityModel(n, [[d] for d in range(n)], [[a[d], b[d]] for d in range(n)])
+    theta = b - a
+    assert_allclose(m.marginals().marginals, 1 / (1 + np.exp(-theta)), rtol=1e-12)
+    assert_allclose(m.log_partition(), np.logaddexp(a, b).sum(), rtol=1e-12)
+
+
+def test_sampling_frequencies():
+    rng = np.random.default_rng(3)
+    n = 5
+    subsets = [[0, 1, 2, 3, 4], [0, 1], [2, 3, 4], [3, 4]]
+    pots = [rng.normal(size=len(s) + 1) for s in subsets]
+    pots[1][2] = -np.inf
+    theta = rng.normal(size=n)
+    *_, p, ys = enumerate_model(n, subsets, pots, theta)
+    m = RecursiveCardinalityModel(n, subsets, pots, theta)
+    s = m.sample(20000, rng=7)
+    codes = s.astype(np.int64) @ (1 << np.arange(n - 1, -1, -1))
+    obs = np.bincount(codes, minlength=2**n)
+    assert obs[p == 0].sum() == 0
+    assert chisquare(obs[p > 0], 20000 * p[p > 0]).pvalue > 1e-3  # fixed seed
+
+
+def test_non_nested_error_names_subsets():
+    with pytest.raises(ValueError, match=re.escape("subsets[0] and subsets[1] overlap without one containing")):
+        RecursiveCardinalityModel(4, [[0, 1, 2], [2, 3]], [np.zeros(4), np.zeros(3)])
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [
+        ((3, [[0, 5]], [np.zeros(3)]), "`subsets[0]` must contain indices in [0, 2]; got 5."),
+        ((3, [[0, 0]], [np.zeros(3)]), "`subsets[0]` must not repeat a variable; got [0, 0]."),
+        ((3, [[0, 1]], [np.zeros(2)]), "`potentials[0]` must have len(subsets[0]) + 1 = 3 entries; got 2."),
+        ((3, [[0, 1]], []), "`potentials` must have one entry per subset (1); got 0."),
+        ((3, [[0, 1]], [[0, np.nan, 0]]), "`potentials[0]` must not contain NaN"),
+        ((3, [[0, 1]], [[-np.inf] * 3]), "`potentials[0]` is -inf at every count"),
+        ((3, [[]], [[0.0]]), "`subsets[0]` must not be empty."),
+        ((0, [], []), "`n_variables` must be >= 1; got 0."),
+    ],
+)
+def test_bad_input(args, msg):
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        RecursiveCardinalityModel(*args)
+
+
+def test_unary_shape_error():
+    with pytest.raises(ValueError, match=re.escape("`unary` must have shape (3,); got (2,).")):
+        RecursiveCardinalityModel(3, [[0, 1]], [np.zeros(3)], unary=[0.0, 1.0])
