@@ -311,6 +311,8 @@ def alpha_pass_labels(phi, code, table, W):
         b1[u] = i1
         b2[u] = i2
     out = np.empty(n, dtype=np.int64)
+    inv = np.empty(n)
+    outv = np.empty(n)
     keys = np.empty(n)
     suf = np.empty(n + 1)
     c = np.empty(m, dtype=np.int64)
@@ -318,15 +320,17 @@ def alpha_pass_labels(phi, code, table, W):
     best_alpha = -1
     best_k = 0
     for alpha in range(m):
+        # node values gathered once, so that the sweep in sorted order reads small arrays only
         for u in range(n):
             o = b2[u] if b1[u] == alpha else b1[u]
             out[u] = o
-            keys[u] = -_move_key(phi[u, alpha], phi[u, o])
+            inv[u] = phi[u, alpha]
+            outv[u] = phi[u, o]
+            keys[u] = -_move_key(inv[u], outv[u])
         order = np.argsort(keys, kind="mergesort")
         suf[n] = 0.0
         for t in range(n - 1, -1, -1):
-            u = order[t]
-            suf[t] = suf[t + 1] + phi[u, out[u]]
+            suf[t] = suf[t + 1] + outv[order[t]]
         for y in range(m):
             c[y] = 0
         for u in range(n):
@@ -336,7 +340,7 @@ def alpha_pass_labels(phi, code, table, W):
         for k in range(n + 1):
             if k > 0:
                 u = order[k - 1]
-                pre += phi[u, alpha]
+                pre += inv[u]
                 o = out[u]
                 c[o] -= 1
                 c[alpha] += 1
@@ -377,6 +381,8 @@ def subset_pass_labels(phi, S, code, table, W):
     member = np.zeros(m + 1, dtype=np.bool_)
     in_lab = np.empty(n, dtype=np.int64)
     out_lab = np.empty(n, dtype=np.int64)
+    inv = np.empty(n)
+    outv = np.empty(n)
     keys = np.empty(n)
     suf = np.empty(n + 1)
     c = np.empty(m, dtype=np.int64)
@@ -399,7 +405,9 @@ def subset_pass_labels(phi, S, code, table, W):
                     bo = y
             in_lab[u] = bi
             out_lab[u] = bo
-            keys[u] = -_move_key(phi[u, bi], phi[u, bo])
+            inv[u] = phi[u, bi]
+            outv[u] = phi[u, bo]
+            keys[u] = -_move_key(inv[u], outv[u])
         for j in range(s):
             member[S[q, j]] = False
         order = np.argsort(keys, kind="mergesort")
@@ -410,8 +418,7 @@ def subset_pass_labels(phi, S, code, table, W):
             return labels
         suf[n] = 0.0
         for t in range(n - 1, -1, -1):
-            u = order[t]
-            suf[t] = suf[t + 1] + phi[u, out_lab[u]]
+            suf[t] = suf[t + 1] + outv[order[t]]
         for y in range(m):
             c[y] = 0
         for u in range(n):
@@ -423,7 +430,7 @@ def subset_pass_labels(phi, S, code, table, W):
                 u = order[k - 1]
                 a = out_lab[u]
                 b = in_lab[u]
-                pre += phi[u, b]
+                pre += inv[u]
                 c[a] -= 1
                 c[b] += 1
                 if code == 0:
