@@ -188,3 +188,41 @@ def test_compiled_generalized_pass_matches_array_version(make_phi, seed, n, m, p
     ref = _generalized_arrays(phi, pot, kernel_args(pot, n, m), S)
     s_fast, s_ref = score(phi, pot, fast), score(phi, pot, ref)
     assert s_fast == pytest.approx(s_ref, abs=ATOL) or s_fast == s_ref == -np.inf
+
+
+def _alpha_pass_by_definition(phi, pot):
+    """Every candidate of Sec. 3.1 built one at a time and scored directly (slow, readable)."""
+    n, m = phi.shape
+    best = -np.inf
+    for alpha in range(m):
+        others = np.where(np.arange(m) == alpha, -np.inf, phi)
+        out = np.argmax(others, axis=1)
+        key = [phi[u, alpha] - phi[u, out[u]] for u in range(n)]
+        order = np.argsort(-np.array(key), kind="stable")
+        for k in range(n + 1):
+            y = out.copy()
+            y[order[:k]] = alpha
+            best = max(best, score(phi, pot, y))
+    return best
+
+
+@pytest.mark.parametrize("kind", ["POTTS", "ENTROPY", "MAKESPAN2", "MAJ-SPARSE"])
+def test_alpha_pass_equals_its_definition_on_benchmark_cliques(kind):
+    from tractable.clique import majority_alpha_pass
+    from tractable.datasets.clique_benchmark import clique_benchmark
+
+    phi, pot = clique_benchmark(kind, n=30, m=6, lam=0.9, rng=5)
+    assert alpha_pass(phi, pot).score == pytest.approx(_alpha_pass_by_definition(phi, pot), abs=ATOL)
+    if kind == "MAJ-SPARSE":  # the modified pass: node potentials phi + W[alpha], majority must be alpha
+        best = -np.inf
+        for alpha in range(6):
+            psi = phi + pot.W[alpha]
+            others = np.where(np.arange(6) == alpha, -np.inf, psi)
+            out = np.argmax(others, axis=1)
+            order = np.argsort(-(psi[:, alpha] - psi[np.arange(30), out]), kind="stable")
+            for k in range(31):
+                y = out.copy()
+                y[order[:k]] = alpha
+                if np.argmax(np.bincount(y, minlength=6)) == alpha:
+                    best = max(best, score(phi, pot, y))
+        assert majority_alpha_pass(phi, pot.W).score == pytest.approx(best, abs=ATOL)
