@@ -29,7 +29,7 @@ KIND_LEQ = 2  # constraint c·x + b <= 0
 KIND_EQ = 3  # constraint c·x + b == 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clip01(v):
     if v < 0.0:
         return 0.0
@@ -39,31 +39,67 @@ def _clip01(v):
 
 
 @njit(cache=True)
-def _g_at(d, c, b, k, sgn, lam):
-    """g(lam) = sgn*c · clip(d - lam*sgn*c) + sgn*b."""
+def _g_at(d, sc, c, s0, b, k, sgn, lam):
+    """g(lam) = sgn*c · clip(d - lam*sgn*c*sc) + sgn*b."""
     s = sgn * b
     for i in range(k):
-        ci = sgn * c[i]
-        s += ci * _clip01(d[i] - lam * ci)
+        ci = sgn * c[s0 + i]
+        s += ci * _clip01(d[i] - lam * ci * sc[i])
     return s
 
 
 @njit(cache=True)
-def root_multiplier(d, c, b, k, sgn, inv_kappa, out, bp):
+def root_multiplier(d, sc, c, s0, b, k, sgn, inv_kappa, out, bp):
     """Solve ``g(lam) - inv_kappa * lam = 0`` for ``lam >= 0`` and write ``clip(d - lam c')`` to ``out``.
 
-    ``c' = sgn * c`` and ``b' = sgn * b``; the caller guarantees ``g(0) > 0``. With
-    ``inv_kappa == 0`` the equation is ``g(lam) = 0`` (projection onto the hyperplane
+    The term's coefficients are ``c[s0:s0 + k]`` and its outputs ``out[s0:s0 + k]``; ``d[:k]`` is
+    the target point and ``sc[:k] > 0`` scales the step per component (``x_i = clip(d_i - lam c'_i sc_i)``:
+    the projection in the norm ``sum_i (x_i - d_i)^2 / sc_i``; all ones for the ADMM local updates).
+    ``c' = sgn * c`` and ``b' = sgn * b``; the caller guarantees ``g(0) > 0``.
+    With ``inv_kappa == 0`` the equation is ``g(lam) = 0`` (projection onto the hyperplane
     ``c'·x + b' = 0`` intersected with the box); when the hyperplane misses the box the limit
     ``lam -> inf`` (the box corner minimizing ``c'·x``) is written and ``inf`` returned.
     ``bp`` is scratch space of length ``>= 2 k``.
     """
+    # fast path: one Newton step from lam = 0 on the linear piece to the right of 0; accepted when
+    # the free set at the new point is the same (then it is the exact root)
+    num = sgn * b
+    den = inv_kappa
+    for i in range(k):
+        ci = sgn * c[s0 + i]
+        di = d[i]
+        if di > 1.0 or (di == 1.0 and ci <= 0.0):
+            num += ci
+        elif di > 0.0 or (di == 0.0 and ci < 0.0):
+            num += ci * di
+            den += ci * ci * sc[i]
+    if den > 0.0:
+        lam = num / den
+        ok = lam >= 0.0
+        if ok:
+            for i in range(k):
+                ci = sgn * c[s0 + i]
+                di = d[i]
+                v = di - lam * ci * sc[i]
+                was_free = (0.0 < di < 1.0) or (di == 0.0 and ci < 0.0) or (di == 1.0 and ci > 0.0)
+                if was_free:
+                    if v < 0.0 or v > 1.0:
+                        ok = False
+                        break
+                elif (di <= 0.0 and v > 0.0) or (di >= 1.0 and v < 1.0):
+                    ok = False
+                    break
+        if ok:
+            for i in range(k):
+                out[s0 + i] = _clip01(d[i] - lam * sgn * c[s0 + i] * sc[i])
+            return lam
+    # general case: locate the root among the sorted breakpoints
     nb = 0
     for i in range(k):
-        ci = sgn * c[i]
+        ci = sgn * c[s0 + i]
         if ci != 0.0:
-            t1 = d[i] / ci
-            t2 = (d[i] - 1.0) / ci
+            t1 = d[i] / (ci * sc[i])
+            t2 = (d[i] - 1.0) / (ci * sc[i])
             if t1 > 0.0:
                 bp[nb] = t1
                 nb += 1
@@ -83,7 +119,7 @@ def root_multiplier(d, c, b, k, sgn, inv_kappa, out, bp):
     hi = nb
     while lo < hi:
         mid = (lo + hi) // 2
-        if _g_at(d, c, b, k, sgn, bp[mid]) - inv_kappa * bp[mid] <= 0.0:
+        if _g_at(d, sc, c, s0, b, k, sgn, bp[mid]) - inv_kappa * bp[mid] <= 0.0:
             hi = mid
         else:
             lo = mid + 1
@@ -98,25 +134,25 @@ def root_multiplier(d, c, b, k, sgn, inv_kappa, out, bp):
     num = sgn * b
     den = inv_kappa
     for i in range(k):
-        ci = sgn * c[i]
-        v = d[i] - probe * ci
+        ci = sgn * c[s0 + i]
+        v = d[i] - probe * ci * sc[i]
         if v <= 0.0:
             pass
         elif v >= 1.0:
             num += ci
         else:
             num += ci * d[i]
-            den += ci * ci
+            den += ci * ci * sc[i]
     if den <= 0.0:
         # g constant > 0 beyond the last breakpoint: the hyperplane misses the box
         for i in range(k):
-            ci = sgn * c[i]
+            ci = sgn * c[s0 + i]
             if ci > 0.0:
-                out[i] = 0.0
+                out[s0 + i] = 0.0
             elif ci < 0.0:
-                out[i] = 1.0
+                out[s0 + i] = 1.0
             else:
-                out[i] = _clip01(d[i])
+                out[s0 + i] = _clip01(d[i])
         return np.inf
     lam = num / den
     if lam < left:
@@ -124,13 +160,16 @@ def root_multiplier(d, c, b, k, sgn, inv_kappa, out, bp):
     elif lam > right:
         lam = right
     for i in range(k):
-        out[i] = _clip01(d[i] - lam * sgn * c[i])
+        out[s0 + i] = _clip01(d[i] - lam * sgn * c[s0 + i] * sc[i])
     return lam
 
 
 @njit(cache=True)
-def local_update(kind, d, c, b, w, rho, k, out, bp):
-    """Minimizer of one local problem (potential or constraint) written to ``out[:k]``.
+def local_update(kind, d, sc, c, s0, b, w, rho, k, out, bp):
+    """Minimizer of one local problem (potential or constraint) written to ``out[s0:s0 + k]``.
+
+    ``d[:k]`` is the target point, ``c[s0:s0 + k]`` the coefficients and ``b`` the constant;
+    ``sc[:k]`` scales the norm as in :func:`root_multiplier` (all ones for ADMM local updates).
 
     kind KIND_HINGE:   w max(c·x+b, 0)   + rho/2 ||x-d||^2 over the box (CO-Linear, any arity)
     kind KIND_SQUARED: w max(c·x+b, 0)^2 + rho/2 ||x-d||^2 over the box (CO-Quad, any arity)
@@ -141,31 +180,31 @@ def local_update(kind, d, c, b, w, rho, k, out, bp):
     g0 = b
     for i in range(k):
         v = _clip01(d[i])
-        out[i] = v
-        g0 += c[i] * v
+        out[s0 + i] = v
+        g0 += c[s0 + i] * v
     if kind == KIND_EQ:
         if g0 > 0.0:
-            root_multiplier(d, c, b, k, 1.0, 0.0, out, bp)
+            root_multiplier(d, sc, c, s0, b, k, 1.0, 0.0, out, bp)
         elif g0 < 0.0:
-            root_multiplier(d, c, b, k, -1.0, 0.0, out, bp)
+            root_multiplier(d, sc, c, s0, b, k, -1.0, 0.0, out, bp)
         return
     if g0 <= 0.0 or (kind != KIND_LEQ and w <= 0.0):
         return
     if kind == KIND_LEQ:
-        root_multiplier(d, c, b, k, 1.0, 0.0, out, bp)
+        root_multiplier(d, sc, c, s0, b, k, 1.0, 0.0, out, bp)
     elif kind == KIND_SQUARED:
-        root_multiplier(d, c, b, k, 1.0, rho / (2.0 * w), out, bp)
+        root_multiplier(d, sc, c, s0, b, k, 1.0, rho / (2.0 * w), out, bp)
     else:
         # alpha^(2): the linear side
         step = w / rho
         g2 = b
         for i in range(k):
-            g2 += c[i] * _clip01(d[i] - step * c[i])
+            g2 += c[s0 + i] * _clip01(d[i] - step * c[s0 + i] * sc[i])
         if g2 >= 0.0:
             for i in range(k):
-                out[i] = _clip01(d[i] - step * c[i])
+                out[s0 + i] = _clip01(d[i] - step * c[s0 + i] * sc[i])
         else:
-            root_multiplier(d, c, b, k, 1.0, 0.0, out, bp)
+            root_multiplier(d, sc, c, s0, b, k, 1.0, 0.0, out, bp)
 
 
 @njit(cache=True)
@@ -175,15 +214,15 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
     for t in range(indptr.shape[0] - 1):
         maxk = max(maxk, indptr[t + 1] - indptr[t])
     bp = np.empty(2 * maxk)
+    ones = np.ones(maxk)
     for t in range(indptr.shape[0] - 1):
         s = indptr[t]
-        e = indptr[t + 1]
-        local_update(kind[t], d[s:e], coef[s:e], const[t], weight[t], rho, e - s, out[s:e], bp)
+        local_update(kind[t], d[s:], ones, coef, s, const[t], weight[t], rho, indptr[t + 1] - s, out, bp)
 
 
 @njit(cache=True)
 def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, n_steps,
-             stats):
+             stats, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind):
     """Run up to ``n_steps`` consensus-ADMM iterations in place; return the number done.
 
     ``x``, ``y``: local copies and (unscaled) multipliers, one per copy; ``z``: consensus variables;
@@ -191,6 +230,11 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
     ADMM). After each iteration ``stats`` holds (primal residual, dual residual, eps_primal,
     eps_dual); the loop stops early when both residuals are below their tolerances (Boyd et al.
     2011, Sec. 3.3, with ``sqrt(number of local copies)`` scaling of ``eps_abs``).
+
+    ``zc_*`` (CSR like the terms, kinds KIND_LEQ / KIND_EQ) are constraints with pairwise disjoint
+    supports that belong to the consensus step instead of having local copies: the z-update is then
+    the projection of the copy average onto box ∩ constraints in the norm weighted by ``cnt``, which
+    separates over the constraints, so every iterate ``z`` is feasible.
     """
     n_terms = indptr.shape[0] - 1
     nnz = idx.shape[0]
@@ -198,35 +242,116 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
     maxk = 1
     for t in range(n_terms):
         maxk = max(maxk, indptr[t + 1] - indptr[t])
+    for t in range(zc_indptr.shape[0] - 1):
+        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
     d = np.empty(maxk)
+    sc = np.empty(maxk)
+    ones = np.ones(maxk)
     bp = np.empty(2 * maxk)
+    zbuf = np.empty(zc_idx.shape[0])
     acc = np.empty(n)
     z_old = np.empty(n)
     sqrt_p = np.sqrt(nnz)
     inv_rho = 1.0 / rho
+    beta = 1.0 - alpha
     for it in range(n_steps):
         for v in range(n):
             acc[v] = 0.0
             z_old[v] = z[v]
         for t in range(n_terms):
             s = indptr[t]
-            e = indptr[t + 1]
-            k = e - s
+            k = indptr[t + 1] - s
+            # clip first (alpha^(1)), inline: most terms stop here
+            g0 = const[t]
             for j in range(k):
-                d[j] = z[idx[s + j]] - y[s + j] * inv_rho
-            local_update(kind[t], d, coef[s:e], const[t], weight[t], rho, k, x[s:e], bp)
+                dj = z[idx[s + j]] - y[s + j] * inv_rho
+                d[j] = dj
+                v = _clip01(dj)
+                x[s + j] = v
+                g0 += coef[s + j] * v
+            kt = kind[t]
+            b = const[t]
+            sgn = 1.0
+            ik = 0.0
+            todo = False
+            if kt == KIND_EQ:
+                todo = g0 != 0.0
+                if g0 < 0.0:
+                    sgn = -1.0
+            elif g0 > 0.0:
+                if kt == KIND_LEQ:
+                    todo = True
+                elif weight[t] > 0.0:
+                    todo = True
+                    if kt == KIND_SQUARED:
+                        ik = rho / (2.0 * weight[t])
+                    else:
+                        # alpha^(2) of CO-Linear: the linear side
+                        step = weight[t] * inv_rho
+                        g2 = b
+                        for j in range(k):
+                            g2 += coef[s + j] * _clip01(d[j] - step * coef[s + j])
+                        if g2 >= 0.0:
+                            todo = False
+                            for j in range(k):
+                                x[s + j] = _clip01(d[j] - step * coef[s + j])
+            if todo:
+                # inline Newton step from lam = 0 (see root_multiplier); the general solver otherwise
+                num = sgn * b
+                den = ik
+                for j in range(k):
+                    cj = sgn * coef[s + j]
+                    dj = d[j]
+                    if dj > 1.0 or (dj == 1.0 and cj <= 0.0):
+                        num += cj
+                    elif dj > 0.0 or (dj == 0.0 and cj < 0.0):
+                        num += cj * dj
+                        den += cj * cj
+                ok = den > 0.0
+                if ok:
+                    lam = num / den
+                    ok = lam >= 0.0
+                    if ok:
+                        for j in range(k):
+                            cj = sgn * coef[s + j]
+                            dj = d[j]
+                            v = dj - lam * cj
+                            if (0.0 < dj < 1.0) or (dj == 0.0 and cj < 0.0) or (dj == 1.0 and cj > 0.0):
+                                if v < 0.0 or v > 1.0:
+                                    ok = False
+                            elif (dj <= 0.0 and v > 0.0) or (dj >= 1.0 and v < 1.0):
+                                ok = False
+                    if ok:
+                        for j in range(k):
+                            x[s + j] = _clip01(d[j] - lam * sgn * coef[s + j])
+                if not ok:
+                    root_multiplier(d, ones, coef, s, b, k, sgn, ik, x, bp)
+            for j in range(s, s + k):
+                v = idx[j]
+                acc[v] += alpha * x[j] + beta * z_old[v] + y[j] * inv_rho
+        for v in range(n):
+            if cnt[v] > 0:
+                acc[v] = acc[v] / cnt[v]
+            else:
+                acc[v] = z_old[v]
+            z[v] = _clip01(acc[v])
+        for t in range(zc_indptr.shape[0] - 1):
+            s = zc_indptr[t]
+            k = zc_indptr[t + 1] - s
             for j in range(k):
-                v = idx[s + j]
-                acc[v] += alpha * x[s + j] + (1.0 - alpha) * z_old[v] + y[s + j] * inv_rho
+                v = zc_idx[s + j]
+                d[j] = acc[v]
+                sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
+            local_update(zc_kind[t], d, sc, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp)
+            for j in range(k):
+                z[zc_idx[s + j]] = zbuf[s + j]
         dual = 0.0
         znorm = 0.0
         for v in range(n):
-            if cnt[v] > 0:
-                zv = _clip01(acc[v] / cnt[v])
-                dz = zv - z_old[v]
-                dual += cnt[v] * dz * dz
-                znorm += cnt[v] * zv * zv
-                z[v] = zv
+            zv = z[v]
+            dz = zv - z_old[v]
+            dual += cnt[v] * dz * dz
+            znorm += cnt[v] * zv * zv
         primal = 0.0
         xnorm = 0.0
         ynorm = 0.0
@@ -236,7 +361,7 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
             r = xj - z[v]
             primal += r * r
             xnorm += xj * xj
-            y[j] += rho * (alpha * xj + (1.0 - alpha) * z_old[v] - z[v])
+            y[j] += rho * (alpha * xj + beta * z_old[v] - z[v])
             ynorm += y[j] * y[j]
         stats[0] = np.sqrt(primal)
         stats[1] = rho * np.sqrt(dual)

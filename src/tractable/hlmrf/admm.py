@@ -40,8 +40,9 @@ def solve(
     x0=None,
     time_limit: float | None = None,
     progress: bool = False,
-    adaptive_rho: bool = True,
+    adaptive_rho: bool = False,
     over_relaxation: float = 1.0,
+    constraints: str = "local",
     repair: bool = False,
 ) -> MPEResult:
     """Find a most probable explanation (MPE) of a hinge-loss MRF.
@@ -81,6 +82,14 @@ def solve(
     over_relaxation : float
         ``alpha`` in (0, 2): the consensus and multiplier updates use ``alpha x + (1 - alpha) z``
         (Boyd et al. 2011, Sec. 3.4.3); 1 is plain ADMM.
+    constraints : {"local", "consensus", "auto"}
+        ADMM's treatment of the hard constraints. ``"local"``: as in the paper, every constraint has
+        local copies and its update is a projection (iterates are feasible only in the limit).
+        ``"consensus"``: constraints whose variables are pairwise disjoint (such as the simplex
+        constraints ``X_L + X_C <= 1`` of PSL's functional predicates) join the box in the consensus
+        step, which becomes a weighted projection onto box ∩ constraints; every iterate is then
+        feasible, and it is still exact ADMM. Raises ``ValueError`` when two constraints share a
+        variable. ``"auto"``: ``"consensus"`` when the constraints are disjoint, else ``"local"``.
     repair : bool
         Replace the answer by :func:`tractable.hlmrf.project_feasible` of it (a nearby feasible
         point), as the paper does before measuring suboptimality.
@@ -114,7 +123,8 @@ def solve(
             eps_rel=check_positive(eps_rel, "eps_rel", strict=False),
             max_iter=check_int(max_iter, "max_iter", minimum=1),
             x0=x0, time_limit=time_limit, progress=bool(progress), adaptive_rho=bool(adaptive_rho),
-            alpha=_check_alpha(over_relaxation),
+            alpha=_check_alpha(over_relaxation), constraints=check_choice(constraints, "constraints",
+                                                                          ("local", "consensus", "auto")),
         )
     if repair:
         from dataclasses import replace
@@ -140,14 +150,47 @@ _CHUNK = 10
 _MU, _TAU = 10.0, 2.0
 
 
-def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, alpha):
+def _split_constraints(comp, mode: str):
+    """Terms that keep local copies, and the disjoint constraints moved to the consensus step."""
+    is_con = comp.kind >= _kernels.KIND_LEQ
+    rows_con = np.flatnonzero(is_con)
+    empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8))
+    terms = (comp.indptr, comp.idx, comp.coef, comp.const, comp.weight, comp.kind)
+    if mode == "local" or rows_con.size == 0:
+        return terms, empty
+    lengths = np.diff(comp.indptr)
+    owner = np.repeat(is_con, lengths)
+    disjoint = np.bincount(comp.idx[owner], minlength=comp.free.size).max() <= 1
+    if not disjoint:
+        if mode == "auto":
+            return terms, empty
+        raise ValueError("`constraints`='consensus' needs constraints whose variables are pairwise disjoint; "
+                         "two constraints share a variable (use 'local').")
+    keep = ~is_con
+
+    def csr(rows_mask, entry_mask):
+        ln = lengths[rows_mask]
+        ip = np.zeros(ln.size + 1, dtype=np.int64)
+        np.cumsum(ln, out=ip[1:])
+        return ip, comp.idx[entry_mask], comp.coef[entry_mask]
+
+    ip, ix, cf = csr(keep, ~owner)
+    terms = (ip, ix, cf, comp.const[keep], comp.weight[keep], comp.kind[keep])
+    ip, ix, cf = csr(is_con, owner)
+    return terms, (ip, ix, cf, comp.const[is_con], comp.kind[is_con])
+
+
+def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, alpha,
+                constraints):
     t0 = time.perf_counter()
     comp = model._compile()
+    terms, zcons = _split_constraints(comp, constraints)
+    idx = terms[1]
     n_free = comp.free.size
     z = np.zeros(n_free) if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
-    x = z[comp.idx]
-    y = np.zeros(comp.idx.size)
-    cnt = np.bincount(comp.idx, minlength=n_free).astype(np.float64)
+    x = z[idx]
+    y = np.zeros(idx.size)
+    cnt = np.bincount(idx, minlength=n_free).astype(np.float64)
     stats = np.zeros(4)
     n_iter = 0
     status = "max_iter_reached"
@@ -159,10 +202,11 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
     try:
         if comp.idx.size == 0:
             status = "converged"
+        elif idx.size == 0:  # constraints only: one consensus step projects x0 onto them
+            max_iter = 1
         while status != "converged" and n_iter < max_iter:
             steps = min(_CHUNK, max_iter - n_iter)
-            done = _kernels.admm_run(comp.indptr, comp.idx, comp.coef, comp.const, comp.weight, comp.kind, cnt,
-                                     x, y, z, rho, alpha, eps_abs, eps_rel, steps, stats)
+            done = _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, steps, stats, *zcons)
             n_iter += done
             if bar is not None:
                 bar.update(done)
