@@ -55,3 +55,25 @@ def test_demo_prints_a_table(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "problem" in out and "variable elimination" in out
+
+
+def test_auto_picks_elimination_for_larger_models(tmp_path):
+    from tractable.datasets import grid_factor_graph
+
+    fg = grid_factor_graph(4, 5, n_states=2, coupling=2.0, rng=7)  # 2**20 states: auto uses elimination
+    write_uai(tmp_path / "grid.uai", fg)
+    (tmp_path / "grid.evid").write_text("1\n2 3 1 11 0\n")  # the older format with a sample count
+    assert main(["solve", str(tmp_path / "grid.uai"), "--evid", str(tmp_path / "grid.evid"), "--task", "MAR",
+                 "-o", str(tmp_path / "g.MAR")]) == 0
+    ref = enumerate_marginals(fg.condition({3: 1, 11: 0}))
+    ours = [m for v, m in enumerate(read_mar(tmp_path / "g.MAR")) if v not in (3, 11)]
+    for a, b in zip(ours, ref.marginals):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_reads_files_with_crlf_tabs_and_split_tables(tmp_path, capsys):
+    text = "MARKOV\r\n2\r\n2\t2\r\n1\r\n2 0 1\r\n\r\n4\r\n1e0 2.0\r\n\r\n3 4\r\n"
+    (tmp_path / "w.uai").write_text(text)
+    assert main(["solve", str(tmp_path / "w.uai"), "--task", "MAR"]) == 0
+    nums = [float(x) for x in capsys.readouterr().out.split()[1:]]
+    np.testing.assert_allclose(nums, [2, 0.3, 0.7, 2, 0.4, 0.6], rtol=1e-15)
