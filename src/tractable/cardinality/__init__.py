@@ -11,10 +11,12 @@ from ._result import CardinalityMarginals
 from .chain import chain_marginals
 from .convolution_tree import log_partition, map_assignment, marginals, sample
 from .recursive import RecursiveCardinalityModel
+from .tree_cardinality import TreeCardinalityModel
 
 __all__ = [
     "CardinalityMarginals",
     "RecursiveCardinalityModel",
+    "TreeCardinalityModel",
     "chain_marginals",
     "log_partition",
     "map_assignment",
