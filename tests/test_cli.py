@@ -76,4 +76,4 @@ def test_reads_files_with_crlf_tabs_and_split_tables(tmp_path, capsys):
     (tmp_path / "w.uai").write_text(text)
     assert main(["solve", str(tmp_path / "w.uai"), "--task", "MAR"]) == 0
     nums = [float(x) for x in capsys.readouterr().out.split()[1:]]
-    np.testing.assert_allclose(nums, [2, 0.3, 0.7, 2, 0.4, 0.6], rtol=1e-15)
+    np.testing.assert_allclose(nums, [2, 2, 0.3, 0.7, 2, 0.4, 0.6], rtol=1e-14)
