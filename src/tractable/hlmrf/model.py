@@ -28,6 +28,9 @@ SENSES = ("<=", "==", ">=")
 #: identifier and version of the ``.npz`` file format written by :meth:`HLMRF.save`
 FILE_FORMAT = "tractable.hlmrf"
 FILE_VERSION = 1
+_FILE_KEYS = ("format", "version", "n_variables", "pot_indptr", "pot_variables", "pot_coefficients",
+              "pot_constants", "pot_weights", "pot_power", "con_indptr", "con_variables", "con_coefficients",
+              "con_constants", "con_senses", "fixed_variables", "fixed_values")
 #: tolerance for constraints that involve only fixed variables (float rounding of fixed values)
 _FIXED_TOL = 1e-9
 
@@ -266,7 +269,7 @@ class HLMRF:
             for i, s in enumerate(SENSES):
                 codes[senses == s] = i
             if np.any(codes < 0):
-                check_choice(senses[codes < 0][0], "senses", SENSES)
+                check_choice(str(senses[codes < 0][0]), "senses", SENSES)
         block = (indptr, variables, coefficients, constants, np.zeros(r), codes)
         self._check_fixed_block(block, "constants")
         self._con_blocks.append(block)
@@ -491,28 +494,28 @@ class HLMRF:
         except (OSError, ValueError) as err:
             raise ValueError(f"`path` is not a readable .npz file: {path} ({err}).") from err
         with data:
-            if "format" not in data or str(data["format"]) != FILE_FORMAT:
+            missing = [k for k in _FILE_KEYS if k not in data.files]
+            if "format" not in data.files or str(data["format"]) != FILE_FORMAT:
                 raise ValueError(f"`path` is not a {FILE_FORMAT} file: {path}.")
             version = int(data["version"])
             if version != FILE_VERSION:
                 raise ValueError(f"`path` has file format version {version}; this version reads {FILE_VERSION}.")
-            try:
-                model = cls(int(data["n_variables"]))
-                power = data["pot_power"]
-                bad = (power != 1) & (power != 2)
-                if np.any(bad):
-                    raise ValueError(f"`power` must contain only 1 or 2; got {int(power[bad][0])}.")
-                model.add_potentials(data["pot_indptr"], data["pot_variables"], data["pot_coefficients"],
-                                     data["pot_constants"], data["pot_weights"], power == 2)
-                senses = data["con_senses"]
-                if np.any((senses < 0) | (senses > 2)):
-                    raise ValueError("`senses` must contain only the codes 0, 1, 2.")
-                model.add_constraints(data["con_indptr"], data["con_variables"], data["con_coefficients"],
-                                      data["con_constants"], np.array(SENSES)[senses])
-                if data["fixed_variables"].size:
-                    model.fix(data["fixed_variables"], data["fixed_values"])
-            except KeyError as err:
-                raise ValueError(f"`path` lacks the array {err} of the {FILE_FORMAT} format: {path}.") from err
+            if missing:
+                raise ValueError(f"`path` lacks the array {missing[0]!r} of the {FILE_FORMAT} format: {path}.")
+            model = cls(int(data["n_variables"]))
+            power = data["pot_power"]
+            bad = (power != 1) & (power != 2)
+            if np.any(bad):
+                raise ValueError(f"`power` must contain only 1 or 2; got {int(power[bad][0])}.")
+            model.add_potentials(data["pot_indptr"], data["pot_variables"], data["pot_coefficients"],
+                                 data["pot_constants"], data["pot_weights"], power == 2)
+            senses = data["con_senses"]
+            if np.any((senses < 0) | (senses > 2)):
+                raise ValueError("`senses` must contain only the codes 0, 1, 2.")
+            model.add_constraints(data["con_indptr"], data["con_variables"], data["con_coefficients"],
+                                  data["con_constants"], np.array(SENSES)[senses])
+            if data["fixed_variables"].size:
+                model.fix(data["fixed_variables"], data["fixed_values"])
         return model
 
     def __repr__(self) -> str:

@@ -1,0 +1,61 @@
+"""``tractable hlmrf MODEL``: MPE inference in a hinge-loss MRF saved with :meth:`HLMRF.save`."""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["register"]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "hlmrf",
+        help="MPE inference in a hinge-loss MRF (.npz written by HLMRF.save)",
+        description="Find a most probable explanation of a hinge-loss MRF by consensus ADMM (or an exact "
+                    "reference solver) and print a summary; optionally write the assignment.",
+    )
+    p.add_argument("model", help="model file written by tractable.hlmrf.HLMRF.save (format tractable.hlmrf)")
+    p.add_argument("--method", default="admm", choices=["admm", "highs", "clarabel"],
+                   help="admm (default), or the exact LP (highs, p = 1 only) / QP (clarabel)")
+    p.add_argument("--rho", type=float, default=1.0, help="ADMM step size (default 1)")
+    p.add_argument("--eps-abs", type=float, default=1e-5, help="ADMM absolute tolerance (default 1e-5)")
+    p.add_argument("--eps-rel", type=float, default=1e-3, help="ADMM relative tolerance (default 1e-3)")
+    p.add_argument("--max-iter", type=int, default=25_000, help="ADMM iteration budget (default 25000)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="stop after this long")
+    p.add_argument("--constraints", default="local", choices=["local", "consensus", "auto"],
+                   help="ADMM handling of constraints (see tractable.hlmrf.solve; default local)")
+    p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the assignment here: .npy (binary) or any other name (one value per line)")
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    import numpy as np
+
+    from .admm import solve
+    from .model import HLMRF
+
+    model = HLMRF.load(args.model)
+    kwargs = {}
+    if args.method == "admm":
+        kwargs = dict(rho=args.rho, eps_abs=args.eps_abs, eps_rel=args.eps_rel, max_iter=args.max_iter,
+                      progress=not args.no_progress, constraints=args.constraints)
+    res = solve(model, args.method, time_limit=args.time_limit, repair=args.repair, **kwargs)
+    print(f"model      {model!r}")
+    print(f"method     {res.method}")
+    print(f"status     {res.status}")
+    print(f"objective  {res.objective:.10g}")
+    print(f"violation  {res.max_violation:.3g}")
+    if res.method == "admm":
+        print(f"iterations {res.n_iter} (primal residual {res.primal_residual:.3g}, dual residual "
+              f"{res.dual_residual:.3g})")
+    print(f"time       {res.time:.3f} s")
+    if args.output:
+        if args.output.endswith(".npy"):
+            np.save(args.output, np.asarray(res.x))
+        else:
+            np.savetxt(args.output, np.asarray(res.x), fmt="%.12g")
+        print(f"wrote the assignment to {args.output}", file=sys.stderr)
+    return 0 if res.status in ("converged", "optimal") else 1

@@ -1,0 +1,47 @@
+"""`tractable hlmrf MODEL` and the demo rows."""
+
+import argparse
+
+import numpy as np
+import pytest
+
+from tractable.datasets import opinion_diffusion
+from tractable.hlmrf import solve
+from tractable.hlmrf._cli import register
+
+
+def _main(argv):
+    parser = argparse.ArgumentParser(prog="tractable")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_solves_a_saved_model(tmp_path, capsys):
+    m = opinion_diffusion(100, squared=True, rng=0)
+    m.save(tmp_path / "m.npz")
+    out = tmp_path / "x.npy"
+    rc = _main(["hlmrf", str(tmp_path / "m.npz"), "--eps-rel", "1e-6", "--no-progress", "-o", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "status     converged" in text
+    ref = solve(m, "clarabel")
+    np.testing.assert_allclose(m.objective(np.load(out)), ref.objective, rtol=1e-4)
+    rc = _main(["hlmrf", str(tmp_path / "m.npz"), "--method", "clarabel", "-o", str(tmp_path / "x.txt")])
+    assert rc == 0
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "x.txt"), ref.x, atol=1e-9)
+
+
+def test_cli_bad_file(tmp_path):
+    (tmp_path / "bad.npz").write_text("x")
+    with pytest.raises(ValueError, match="is not a readable .npz file"):
+        _main(["hlmrf", str(tmp_path / "bad.npz")])
+
+
+def test_demo_rows():
+    from tractable.hlmrf._demo import demo_rows
+
+    rows = demo_rows()
+    assert len(rows) == 4
+    for row in rows:
+        assert set(row) == {"problem", "method", "quality", "time"} and row["time"] >= 0
