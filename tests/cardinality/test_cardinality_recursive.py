@@ -36,7 +36,8 @@ def enumerate_model(n, subsets, pots, theta):
     for s, f in zip(subsets, pots):
         sc = sc + f[ys[:, s].sum(1)]
     lz = logsumexp(sc)
-    p = np.exp(sc - lz)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(sc - lz)
     subm = [np.bincount(ys[:, s].sum(1), weights=p, minlength=len(s) + 1) for s in subsets]
     return p @ ys, np.bincount(ys.sum(1), weights=p, minlength=n + 1), lz, sc.max(), subm, p, ys
 

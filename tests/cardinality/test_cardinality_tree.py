@@ -22,7 +22,8 @@ def enumerate_tree(edges, pw, theta, f):
     for (u, v), p in zip(edges, pw):
         sc = sc + p[ys[:, u], ys[:, v]]
     lz = logsumexp(sc)
-    p = np.exp(sc - lz)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(sc - lz)
     return p @ ys, np.bincount(ys.sum(1), weights=p, minlength=n + 1), lz, p, ys
 
 

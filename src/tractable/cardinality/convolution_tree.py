@@ -37,6 +37,7 @@ __all__ = ["log_partition", "map_assignment", "marginals", "sample"]
 _THRESHOLD = 1e-13  # a tilted root entry >= this (relative to the max) is resolved (to ~3%)
 _THRESHOLD_HI = 1.5 * _THRESHOLD  # upper bound of an unresolved entry, FFT noise included
 _INNER = 1e-9  # entries above this are accurate to ~3e-6 relative
+_STITCH = 1e-3  # overlaps used to align two passes must be this well resolved in both (~3e-12)
 _NEGLIGIBLE = 50.0  # counts whose mass is below exp(-50 - log(D + 1)) * Z are dropped
 _MAX_PASSES = 64
 _MASS_TOL = 3e-13  # counts left unresolved may carry at most this probability in total
@@ -159,7 +160,7 @@ class _Pass:
         # (r >= _INNER) to the edge, and at most the step down to the unresolved neighbour
         with np.errstate(divide="ignore"):
             lr = np.log(r)
-            noise = _FFT_EPS / r  # relative error of a resolved entry
+            noise = _FFT_EPS / np.maximum(r, 1e-300)  # relative error of a resolved entry
         inner = np.nonzero(r >= _INNER)[0]
         slope_r = np.log(_THRESHOLD_HI) - lr[self.b]
         slope_l = np.log(_THRESHOLD_HI) - lr[self.a]
@@ -221,13 +222,14 @@ def _pass_offsets(passes, ref: int) -> np.ndarray:
     """Offsets ``const_j - const_ref`` of every pass, stitched through overlapping windows.
 
     Two passes that both resolve a count k satisfy ``rel_i(k) + const_i = rel_j(k) + const_j``;
-    using the count where both are largest gives the difference of the two large log scales to
-    ~1e-13, better than subtracting them (each carries the rounding of a long sum).
+    where both are well resolved, the count where both are largest gives the difference of the two
+    large log scales to ~1e-12, better than subtracting them (each carries the rounding of a long
+    sum, ~1e-11); otherwise the difference of the scales is used.
     """
     off = np.array([q.const - passes[ref].const for q in passes])
     done = {ref}
     while True:  # widest-overlap-first (a maximum bottleneck spanning tree)
-        best = (_INNER, -1, -1, -1)
+        best = (_STITCH, -1, -1, -1)
         for i in done:
             for j in range(len(passes)):
                 if j in done:
