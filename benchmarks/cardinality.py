@@ -58,11 +58,11 @@ def sweep(rec: Recorder, exps, repeat: int) -> dict:
         theta = rng.normal(0, 1, d)
         for fname, f in [("iid N(0,1)", rng.normal(0, 1, d + 1)), ("0 (Poisson-binomial)", np.zeros(d + 1))]:
             reps = repeat if d <= 2**16 else 1
-            t_ours, res = best_time(lambda: marginals(theta, f), repeat=reps)
+            t_ours, res = best_time(lambda t=theta, g=f: marginals(t, g), repeat=reps)
             times[(e, fname)] = t_ours
             row = {"D": f"2^{e}", "f": fname, "ours_s": t_ours, "passes": res.n_passes}
             if d <= CHAIN_MAX:
-                t_chain, ref = best_time(lambda: chain_marginals(theta, f), repeat=1)
+                t_chain, ref = best_time(lambda t=theta, g=f: chain_marginals(t, g), repeat=1)
                 row.update(chain_s=t_chain, chain_over_ours=t_chain / t_ours,
                            marg_rel_err=_rel(res.marginals, ref.marginals),
                            count_abs_err=float(np.max(np.abs(res.count_marginals - ref.count_marginals))),
@@ -70,14 +70,14 @@ def sweep(rec: Recorder, exps, repeat: int) -> dict:
             if fname.startswith("0"):
                 p = 1 / (1 + np.exp(-theta))
                 if fpb is not None:
-                    t_fpb, pmf = best_time(lambda: fpb(p), repeat=reps)
+                    t_fpb, pmf = best_time(lambda q=p: fpb(q), repeat=reps)
                     row.update(fast_poibin_s=t_fpb, fast_poibin_over_ours=t_fpb / t_ours,
                                fast_poibin_abs_err=float(np.max(np.abs(pmf - res.count_marginals))))
                 if d <= SCIPY_MAX:
                     from scipy.stats import poisson_binom
 
                     ks = np.arange(d + 1)
-                    t_sp, pmf = best_time(lambda: poisson_binom.pmf(ks, p), repeat=1)
+                    t_sp, pmf = best_time(lambda k=ks, q=p: poisson_binom.pmf(k, q), repeat=1)
                     row.update(scipy_s=t_sp, scipy_over_ours=t_sp / t_ours,
                                scipy_abs_err=float(np.max(np.abs(pmf - res.count_marginals))))
             rec.add(**row)
