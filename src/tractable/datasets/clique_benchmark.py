@@ -70,7 +70,7 @@ def clique_benchmark(kind: str, n: int = 100, m: int = 24, lam: float = 1.0, rng
 
     Examples
     --------
-    >>> from tractable.datasets import clique_benchmark
+    >>> from tractable.datasets.clique_benchmark import clique_benchmark
     >>> phi, pot = clique_benchmark("POTTS", n=100, m=24, lam=1.0, rng=0)
     >>> phi.shape, pot
     ((100, 24), Potts(0.01))
