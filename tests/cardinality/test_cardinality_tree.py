@@ -65,6 +65,12 @@ def test_matches_enumeration(model):
     assert_allclose(res.count_marginals, pi, atol=1e-13)
     assert_allclose(res.log_partition, lz, atol=1e-9 * max(1, abs(lz)))
     assert_allclose(m.log_partition(), lz, atol=1e-9 * max(1, abs(lz)))
+    # MAP value against enumeration (compare the objective, not the argmax: ties)
+    ys = np.array(list(itertools.product([0, 1], repeat=len(theta))))
+    best = max(m.score(y) for y in ys)
+    mp = m.map_assignment()
+    assert_allclose(mp.score, best, rtol=1e-12, atol=1e-12)
+    assert_allclose(m.score(mp.assignment), best, rtol=1e-12, atol=1e-12)
 
 
 def test_no_edges_equals_cardinality_model():
