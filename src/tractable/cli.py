@@ -18,6 +18,7 @@ __all__ = ["main", "SUBCOMMANDS"]
 #: subcommand sets ``func`` (called with the parsed arguments, returns an exit status).
 SUBCOMMANDS: list[str] = [
     "tractable._cli_solve:register",
+    "tractable.clique._cli:register",
 ]
 
 
