@@ -5,8 +5,9 @@ for every type, each voter's in- and out-degree is drawn from a truncated power 
 ``D(k) = alpha k^-gamma`` (``k >= 1``; the remaining mass is degree 0), incoming and outgoing stubs
 are matched at random until no more matches are possible (self-loops and repeated edges dropped),
 and voters left without any edge are removed. Each voter gets an intrinsic opinion uniform in
-[-1, 1] and two variables, its preference for the liberal (L) and the conservative (C) party, with
-``X_L + X_C <= 1``. Potentials (all with the same exponent ``p``):
+[-1, 1] (on the grid of multiples of 0.001 without 0, so that the exported PSL data are exact decimals
+and PSL grounds every opinion potential) and two variables, its preference for the liberal (L) and
+the conservative (C) party, with ``X_L + X_C <= 1``. Potentials (all with the same exponent ``p``):
 
 * opinion, weight 0.5: ``max(|opinion| - X_L, 0)`` if the opinion is negative,
   ``max(opinion - X_C, 0)`` if it is positive;
@@ -192,7 +193,10 @@ def opinion_diffusion(n_voters: int, *, squared: bool = False, rng=None):
     renum = np.cumsum(used) - 1
     src, dst = renum[src], renum[dst]
     n_kept = int(used.sum())
-    opinions = rng.uniform(-1.0, 1.0, size=n_voters)[used]
+    # uniform on the grid {±0.001, ±0.002, ..., ±1}: the exported PSL data then carry exact decimal values,
+    # and no opinion is so close to 0 that PSL would drop its ground rule
+    u = rng.uniform(-1.0, 1.0, size=n_voters)[used]
+    opinions = np.sign(u) * np.maximum(np.ceil(np.abs(u) * 1000.0), 1.0) / 1000.0
     weights = np.array([w for *_, w in EDGE_TYPES])
     network = OpinionNetwork(
         opinions=opinions, edges=np.column_stack([src, dst]), edge_types=typ,
