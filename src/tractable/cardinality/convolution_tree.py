@@ -99,7 +99,7 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
 
     ``W(k) = sum_{|y|=k} exp(theta . y)``; with ``K(t) = sum_d log(1 + exp(theta_d - t))`` and the
     tilted mean ``m(t)`` and variance ``v(t)``, ``log W(m(t)) ~ K(t) + t m(t) - log(2 pi v(t)) / 2``.
-    ``theta`` is binned (1024 bins), so this costs O(D) plus a small grid; it only picks where
+    ``theta`` is binned (at most 1024 bins), so this costs O(D) plus a small grid; it only picks where
     the first tilted pass is centred, and exactness does not depend on it.
     """
     n = theta.shape[0]
@@ -107,12 +107,13 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
     if hi - lo < 1e-12:
         vals, counts = np.array([lo]), np.array([n])
     else:
-        counts, edges = np.histogram(theta, bins=1024)
+        counts, edges = np.histogram(theta, bins=min(1024, n))
         vals = 0.5 * (edges[1:] + edges[:-1])
         keep = counts > 0
         vals, counts = vals[keep], counts[keep]
     ks = np.arange(n + 1)
-    ts = np.linspace(lo - 12.0, hi + 12.0, 256)
+    n_grid = 256 if n > 256 else 48
+    ts = np.linspace(lo - 12.0, hi + 12.0, n_grid)
     for _ in range(3):  # zoom in around the best tilt: the approximation is interpolated in t
         z = vals[None, :] - ts[:, None]
         p = expit(z)
@@ -129,7 +130,7 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
             score = np.where(inside, f + approx, -np.inf)
         target = int(np.argmax(score))
         i = int(np.argmin(np.abs(m - target)))
-        ts = np.linspace(ts[max(i - 2, 0)], ts[min(i + 2, ts.shape[0] - 1)], 128)
+        ts = np.linspace(ts[max(i - 2, 0)], ts[min(i + 2, ts.shape[0] - 1)], n_grid // 2)
     return target
 
 
