@@ -388,8 +388,8 @@ def log_partition(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CR
     --------
     >>> import numpy as np
     >>> from tractable.cardinality import log_partition
-    >>> round(log_partition(np.zeros(4), np.zeros(5)), 6) == round(4 * np.log(2), 6)
-    True
+    >>> round(log_partition(np.zeros(4), np.zeros(5)) / np.log(2), 6)  # 2^4 configurations
+    4.0
     """
     prob, crossover = _prepare(theta, f, method, crossover)
     if prob.n_free == 0:
@@ -424,8 +424,8 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     >>> import numpy as np
     >>> from tractable.cardinality import sample
     >>> s = sample(np.zeros(5), np.where(np.arange(6) == 2, 0.0, -np.inf), size=3, rng=0)
-    >>> s.sum(axis=1)
-    array([2, 2, 2])
+    >>> s.sum(axis=1).tolist()
+    [2, 2, 2]
     """
     prob, crossover = _prepare(theta, f, method, crossover)
     size = check_int(size, "size", minimum=0)

@@ -299,7 +299,7 @@ class RecursiveCardinalityModel:
         with np.errstate(invalid="ignore"):
             s = float(np.sum(np.where(y == 1, self.unary, 0.0)))
         for sub, f in zip(self.subsets, self.potentials):
-            s += f[int(y[sub].sum())]
+            s += float(f[int(y[sub].sum())])
         return s
 
     def map_assignment(self) -> MAPResult:

@@ -87,7 +87,7 @@ class TreeCardinalityModel:
     >>> m = TreeCardinalityModel([[0, 1], [1, 2]], [agree, agree], np.zeros(3), [0, 0, -np.inf, 0])
     >>> res = m.marginals()
     >>> np.round(res.count_marginals, 3)
-    array([0.366, 0.268, 0.   , 0.366])
+    array([0.348, 0.303, 0.   , 0.348])
     """
 
     def __init__(self, edges, pairwise, unary, f):
@@ -324,7 +324,7 @@ class TreeCardinalityModel:
         with np.errstate(invalid="ignore"):
             sc = float(np.sum(np.where(y == 1, self.unary, 0.0)))
         for (u, v), p in zip(self.edges, self.pairwise):
-            sc += p[y[u], y[v]]
+            sc += float(p[y[u], y[v]])
         return sc + float(self.f[int(y.sum())])
 
     def map_assignment(self) -> MAPResult:
