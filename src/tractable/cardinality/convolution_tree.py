@@ -388,7 +388,7 @@ def log_partition(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CR
     --------
     >>> import numpy as np
     >>> from tractable.cardinality import log_partition
-    >>> round(log_partition(np.zeros(4), np.zeros(5)) / np.log(2), 6)  # 2^4 configurations
+    >>> round(float(log_partition(np.zeros(4), np.zeros(5)) / np.log(2)), 6)  # 2^4 configurations
     4.0
     """
     prob, crossover = _prepare(theta, f, method, crossover)
