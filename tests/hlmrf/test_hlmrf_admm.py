@@ -108,7 +108,7 @@ def test_fixed_variables_are_folded(make_model):
 def test_options_reach_the_same_optimum(make_model):
     model = make_model(5, squared=True)
     ref = solve(model, "clarabel").objective
-    for kw in (dict(adaptive_rho=True), dict(over_relaxation=1.6), dict(rho=0.2), dict(rho=5.0)):
+    for kw in (dict(adaptive_rho=True), dict(over_relaxation=1.6), dict(rho=0.2), dict(rho=5.0), dict(parallel=False)):
         r = solve(model, **TIGHT, **kw)
         assert r.converged, kw
         assert abs(r.objective - ref) <= 1e-4 * abs(ref) + 1e-6, kw
@@ -130,7 +130,9 @@ def test_infeasible_model_is_reported():
         r = solve(m, max_iter=2000)
     assert not r.converged and r.status == "max_iter_reached"
     assert r.max_violation > 0.1
-    assert solve(m, "highs").status == "infeasible"
+    with pytest.warns(ConvergenceWarning, match="no repair: `model` is infeasible"):
+        solve(m, max_iter=50, repair=True)
+    assert solve(m, "highs", repair=True).status == "infeasible"
     assert solve(m, "clarabel").status == "infeasible"
     with pytest.raises(ValueError, match=re.escape("`model` is infeasible")):
         project_feasible(m, [0.5, 0.5])
@@ -200,3 +202,15 @@ def test_solve_bad_input():
         solve(m, constraints="global")
     with pytest.raises(ValueError, match=re.escape("`time_limit` must be a finite number > 0; got 0.0.")):
         solve(m, time_limit=0.0)
+
+
+@pytest.mark.parametrize("constraints", ["local", "consensus"])
+def test_parallel_and_sequential_kernels_agree(constraints):
+    model = opinion_diffusion(300, squared=True, rng=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = solve(model, constraints=constraints, parallel=True, max_iter=60)
+        b = solve(model, constraints=constraints, parallel=False, max_iter=60)
+    # same iterates; only the summation order of the residual norms may differ
+    np.testing.assert_allclose(a.x, b.x, atol=1e-12)
+    assert abs(a.n_iter - b.n_iter) <= 1

@@ -21,7 +21,7 @@ point method for squared hinges with more than one unknown).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 KIND_HINGE = 0  # w * max(c·x + b, 0)
 KIND_SQUARED = 1  # w * max(c·x + b, 0) ** 2
@@ -39,27 +39,28 @@ def _clip01(v):
 
 
 @njit(cache=True)
-def _g_at(d, sc, c, s0, b, k, sgn, lam):
+def _g_at(d, sc, ds, c, s0, b, k, sgn, lam):
     """g(lam) = sgn*c · clip(d - lam*sgn*c*sc) + sgn*b."""
     s = sgn * b
     for i in range(k):
         ci = sgn * c[s0 + i]
-        s += ci * _clip01(d[i] - lam * ci * sc[i])
+        s += ci * _clip01(d[ds + i] - lam * ci * sc[ds + i])
     return s
 
 
 @njit(cache=True)
-def root_multiplier(d, sc, c, s0, b, k, sgn, inv_kappa, out, bp):
+def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
     """Solve ``g(lam) - inv_kappa * lam = 0`` for ``lam >= 0`` and write ``clip(d - lam c')`` to ``out``.
 
-    The term's coefficients are ``c[s0:s0 + k]`` and its outputs ``out[s0:s0 + k]``; ``d[:k]`` is
-    the target point and ``sc[:k] > 0`` scales the step per component (``x_i = clip(d_i - lam c'_i sc_i)``:
+    The term's coefficients are ``c[s0:s0 + k]`` and its outputs ``out[s0:s0 + k]``; ``d[ds:ds + k]``
+    is the target point and ``sc[ds:ds + k] > 0`` scales the step per component (``x_i = clip(d_i - lam c'_i sc_i)``:
     the projection in the norm ``sum_i (x_i - d_i)^2 / sc_i``; all ones for the ADMM local updates).
     ``c' = sgn * c`` and ``b' = sgn * b``; the caller guarantees ``g(0) > 0``.
     With ``inv_kappa == 0`` the equation is ``g(lam) = 0`` (projection onto the hyperplane
     ``c'·x + b' = 0`` intersected with the box); when the hyperplane misses the box the limit
     ``lam -> inf`` (the box corner minimizing ``c'·x``) is written and ``inf`` returned.
-    ``bp`` is scratch space of length ``>= 2 k``.
+    ``bp[bs:bs + 2 k]`` is scratch space. (Offsets instead of slices: no array views are created,
+    which matters inside parallel loops.)
     """
     # fast path: one Newton step from lam = 0 on the linear piece to the right of 0; accepted when
     # the free set at the new point is the same (then it is the exact root)
@@ -67,20 +68,20 @@ def root_multiplier(d, sc, c, s0, b, k, sgn, inv_kappa, out, bp):
     den = inv_kappa
     for i in range(k):
         ci = sgn * c[s0 + i]
-        di = d[i]
+        di = d[ds + i]
         if di > 1.0 or (di == 1.0 and ci <= 0.0):
             num += ci
         elif di > 0.0 or (di == 0.0 and ci < 0.0):
             num += ci * di
-            den += ci * ci * sc[i]
+            den += ci * ci * sc[ds + i]
     if den > 0.0:
         lam = num / den
         ok = lam >= 0.0
         if ok:
             for i in range(k):
                 ci = sgn * c[s0 + i]
-                di = d[i]
-                v = di - lam * ci * sc[i]
+                di = d[ds + i]
+                v = di - lam * ci * sc[ds + i]
                 was_free = (0.0 < di < 1.0) or (di == 0.0 and ci < 0.0) or (di == 1.0 and ci > 0.0)
                 if was_free:
                     if v < 0.0 or v > 1.0:
@@ -91,41 +92,41 @@ def root_multiplier(d, sc, c, s0, b, k, sgn, inv_kappa, out, bp):
                     break
         if ok:
             for i in range(k):
-                out[s0 + i] = _clip01(d[i] - lam * sgn * c[s0 + i] * sc[i])
+                out[s0 + i] = _clip01(d[ds + i] - lam * sgn * c[s0 + i] * sc[ds + i])
             return lam
     # general case: locate the root among the sorted breakpoints
     nb = 0
     for i in range(k):
         ci = sgn * c[s0 + i]
         if ci != 0.0:
-            t1 = d[i] / (ci * sc[i])
-            t2 = (d[i] - 1.0) / (ci * sc[i])
+            t1 = d[ds + i] / (ci * sc[ds + i])
+            t2 = (d[ds + i] - 1.0) / (ci * sc[ds + i])
             if t1 > 0.0:
-                bp[nb] = t1
+                bp[bs + nb] = t1
                 nb += 1
             if t2 > 0.0:
-                bp[nb] = t2
+                bp[bs + nb] = t2
                 nb += 1
     # insertion sort (arities are small; still correct for any k)
     for i in range(1, nb):
-        v = bp[i]
+        v = bp[bs + i]
         j = i - 1
-        while j >= 0 and bp[j] > v:
-            bp[j + 1] = bp[j]
+        while j >= 0 and bp[bs + j] > v:
+            bp[bs + j + 1] = bp[bs + j]
             j -= 1
-        bp[j + 1] = v
-    # smallest j with F(bp[j]) <= 0, F(lam) = g(lam) - inv_kappa * lam (non-increasing)
+        bp[bs + j + 1] = v
+    # smallest j with F(bp[bs + j]) <= 0, F(lam) = g(lam) - inv_kappa * lam (non-increasing)
     lo = 0
     hi = nb
     while lo < hi:
         mid = (lo + hi) // 2
-        if _g_at(d, sc, c, s0, b, k, sgn, bp[mid]) - inv_kappa * bp[mid] <= 0.0:
+        if _g_at(d, sc, ds, c, s0, b, k, sgn, bp[bs + mid]) - inv_kappa * bp[bs + mid] <= 0.0:
             hi = mid
         else:
             lo = mid + 1
-    left = bp[lo - 1] if lo > 0 else 0.0
+    left = bp[bs + lo - 1] if lo > 0 else 0.0
     if lo < nb:
-        right = bp[lo]
+        right = bp[bs + lo]
         probe = 0.5 * (left + right)
     else:
         right = np.inf
@@ -135,14 +136,14 @@ def root_multiplier(d, sc, c, s0, b, k, sgn, inv_kappa, out, bp):
     den = inv_kappa
     for i in range(k):
         ci = sgn * c[s0 + i]
-        v = d[i] - probe * ci * sc[i]
+        v = d[ds + i] - probe * ci * sc[ds + i]
         if v <= 0.0:
             pass
         elif v >= 1.0:
             num += ci
         else:
-            num += ci * d[i]
-            den += ci * ci * sc[i]
+            num += ci * d[ds + i]
+            den += ci * ci * sc[ds + i]
     if den <= 0.0:
         # g constant > 0 beyond the last breakpoint: the hyperplane misses the box
         for i in range(k):
@@ -152,7 +153,7 @@ def root_multiplier(d, sc, c, s0, b, k, sgn, inv_kappa, out, bp):
             elif ci < 0.0:
                 out[s0 + i] = 1.0
             else:
-                out[s0 + i] = _clip01(d[i])
+                out[s0 + i] = _clip01(d[ds + i])
         return np.inf
     lam = num / den
     if lam < left:
@@ -160,16 +161,16 @@ def root_multiplier(d, sc, c, s0, b, k, sgn, inv_kappa, out, bp):
     elif lam > right:
         lam = right
     for i in range(k):
-        out[s0 + i] = _clip01(d[i] - lam * sgn * c[s0 + i] * sc[i])
+        out[s0 + i] = _clip01(d[ds + i] - lam * sgn * c[s0 + i] * sc[ds + i])
     return lam
 
 
 @njit(cache=True)
-def local_update(kind, d, sc, c, s0, b, w, rho, k, out, bp):
+def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
     """Minimizer of one local problem (potential or constraint) written to ``out[s0:s0 + k]``.
 
-    ``d[:k]`` is the target point, ``c[s0:s0 + k]`` the coefficients and ``b`` the constant;
-    ``sc[:k]`` scales the norm as in :func:`root_multiplier` (all ones for ADMM local updates).
+    ``d[ds:ds + k]`` is the target point, ``c[s0:s0 + k]`` the coefficients and ``b`` the constant;
+    ``sc[ds:ds + k]`` scales the norm as in :func:`root_multiplier` (all ones for ADMM local updates).
 
     kind KIND_HINGE:   w max(c·x+b, 0)   + rho/2 ||x-d||^2 over the box (CO-Linear, any arity)
     kind KIND_SQUARED: w max(c·x+b, 0)^2 + rho/2 ||x-d||^2 over the box (CO-Quad, any arity)
@@ -179,32 +180,32 @@ def local_update(kind, d, sc, c, s0, b, w, rho, k, out, bp):
     # clip first: alpha^(1) of the paper
     g0 = b
     for i in range(k):
-        v = _clip01(d[i])
+        v = _clip01(d[ds + i])
         out[s0 + i] = v
         g0 += c[s0 + i] * v
     if kind == KIND_EQ:
         if g0 > 0.0:
-            root_multiplier(d, sc, c, s0, b, k, 1.0, 0.0, out, bp)
+            root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
         elif g0 < 0.0:
-            root_multiplier(d, sc, c, s0, b, k, -1.0, 0.0, out, bp)
+            root_multiplier(d, sc, ds, c, s0, b, k, -1.0, 0.0, out, bp, bs)
         return
     if g0 <= 0.0 or (kind != KIND_LEQ and w <= 0.0):
         return
     if kind == KIND_LEQ:
-        root_multiplier(d, sc, c, s0, b, k, 1.0, 0.0, out, bp)
+        root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
     elif kind == KIND_SQUARED:
-        root_multiplier(d, sc, c, s0, b, k, 1.0, rho / (2.0 * w), out, bp)
+        root_multiplier(d, sc, ds, c, s0, b, k, 1.0, rho / (2.0 * w), out, bp, bs)
     else:
         # alpha^(2): the linear side
         step = w / rho
         g2 = b
         for i in range(k):
-            g2 += c[s0 + i] * _clip01(d[i] - step * c[s0 + i] * sc[i])
+            g2 += c[s0 + i] * _clip01(d[ds + i] - step * c[s0 + i] * sc[ds + i])
         if g2 >= 0.0:
             for i in range(k):
-                out[s0 + i] = _clip01(d[i] - step * c[s0 + i] * sc[i])
+                out[s0 + i] = _clip01(d[ds + i] - step * c[s0 + i] * sc[ds + i])
         else:
-            root_multiplier(d, sc, c, s0, b, k, 1.0, 0.0, out, bp)
+            root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
 
 
 @njit(cache=True)
@@ -214,10 +215,10 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
     for t in range(indptr.shape[0] - 1):
         maxk = max(maxk, indptr[t + 1] - indptr[t])
     bp = np.empty(2 * maxk)
-    ones = np.ones(maxk)
+    ones = np.ones(d.shape[0])
     for t in range(indptr.shape[0] - 1):
         s = indptr[t]
-        local_update(kind[t], d[s:], ones, coef, s, const[t], weight[t], rho, indptr[t + 1] - s, out, bp)
+        local_update(kind[t], d, ones, s, coef, s, const[t], weight[t], rho, indptr[t + 1] - s, out, bp, 0)
 
 
 @njit(cache=True)
@@ -325,7 +326,7 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
                         for j in range(k):
                             x[s + j] = _clip01(d[j] - lam * sgn * coef[s + j])
                 if not ok:
-                    root_multiplier(d, ones, coef, s, b, k, sgn, ik, x, bp)
+                    root_multiplier(d, ones, 0, coef, s, b, k, sgn, ik, x, bp, 0)
             for j in range(s, s + k):
                 v = idx[j]
                 acc[v] += alpha * x[j] + beta * z_old[v] + y[j] * inv_rho
@@ -342,7 +343,7 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
                 v = zc_idx[s + j]
                 d[j] = acc[v]
                 sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
-            local_update(zc_kind[t], d, sc, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp)
+            local_update(zc_kind[t], d, sc, 0, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp, 0)
             for j in range(k):
                 z[zc_idx[s + j]] = zbuf[s + j]
         dual = 0.0
@@ -383,3 +384,150 @@ def term_values(indptr, idx, coef, const, x):
             s += coef[j] * x[idx[j]]
         out[t] = s
     return out
+
+
+@njit(cache=True, parallel=True)
+def admm_run_parallel(indptr, idx, coef, const, weight, kind, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs,
+                      eps_rel, n_steps, stats, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind):
+    """Multi-threaded :func:`admm_run` (same iterates up to float summation order).
+
+    The term pass runs in parallel (each term owns its copies), and the consensus average is a
+    gather over ``vcopies[vptr[v]:vptr[v + 1]]`` (the copies of variable ``v``) instead of a
+    scatter-add, so no two threads write the same memory. The projections onto the consensus-step
+    constraints stay sequential (they are few and cheap; calling them from a parallel loop was
+    slower).
+    """
+    n_terms = indptr.shape[0] - 1
+    nnz = idx.shape[0]
+    n = z.shape[0]
+    maxk = 1
+    for t in range(zc_indptr.shape[0] - 1):
+        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
+    for t in range(n_terms):
+        maxk = max(maxk, indptr[t + 1] - indptr[t])
+    dall = np.empty(nnz)
+    bpall = np.empty(2 * nnz)
+    ones = np.ones(nnz)
+    zd = np.empty(zc_idx.shape[0])
+    zsc = np.empty(zc_idx.shape[0])
+    zbp = np.empty(2 * zc_idx.shape[0])
+    zbuf = np.empty(zc_idx.shape[0])
+    m = np.empty(n)
+    z_old = np.empty(n)
+    sqrt_p = np.sqrt(nnz)
+    inv_rho = 1.0 / rho
+    beta = 1.0 - alpha
+    for it in range(n_steps):
+        z_old[:] = z
+        for t in prange(n_terms):
+            s = indptr[t]
+            k = indptr[t + 1] - s
+            g0 = const[t]
+            for j in range(s, s + k):
+                dj = z[idx[j]] - y[j] * inv_rho
+                dall[j] = dj
+                v = _clip01(dj)
+                x[j] = v
+                g0 += coef[j] * v
+            kt = kind[t]
+            b = const[t]
+            sgn = 1.0
+            ik = 0.0
+            todo = False
+            if kt == KIND_EQ:
+                todo = g0 != 0.0
+                if g0 < 0.0:
+                    sgn = -1.0
+            elif g0 > 0.0:
+                if kt == KIND_LEQ:
+                    todo = True
+                elif weight[t] > 0.0:
+                    todo = True
+                    if kt == KIND_SQUARED:
+                        ik = rho / (2.0 * weight[t])
+                    else:
+                        step = weight[t] * inv_rho
+                        g2 = b
+                        for j in range(s, s + k):
+                            g2 += coef[j] * _clip01(dall[j] - step * coef[j])
+                        if g2 >= 0.0:
+                            todo = False
+                            for j in range(s, s + k):
+                                x[j] = _clip01(dall[j] - step * coef[j])
+            if todo:
+                num = sgn * b
+                den = ik
+                for j in range(s, s + k):
+                    cj = sgn * coef[j]
+                    dj = dall[j]
+                    if dj > 1.0 or (dj == 1.0 and cj <= 0.0):
+                        num += cj
+                    elif dj > 0.0 or (dj == 0.0 and cj < 0.0):
+                        num += cj * dj
+                        den += cj * cj
+                ok = den > 0.0
+                if ok:
+                    lam = num / den
+                    ok = lam >= 0.0
+                    if ok:
+                        for j in range(s, s + k):
+                            cj = sgn * coef[j]
+                            dj = dall[j]
+                            v = dj - lam * cj
+                            if (0.0 < dj < 1.0) or (dj == 0.0 and cj < 0.0) or (dj == 1.0 and cj > 0.0):
+                                if v < 0.0 or v > 1.0:
+                                    ok = False
+                            elif (dj <= 0.0 and v > 0.0) or (dj >= 1.0 and v < 1.0):
+                                ok = False
+                    if ok:
+                        for j in range(s, s + k):
+                            x[j] = _clip01(dall[j] - lam * sgn * coef[j])
+                if not ok:
+                    root_multiplier(dall, ones, s, coef, s, b, k, sgn, ik, x, bpall, 2 * s)
+        for v in prange(n):
+            if cnt[v] > 0:
+                acc = 0.0
+                zo = z_old[v]
+                for q in range(vptr[v], vptr[v + 1]):
+                    j = vcopies[q]
+                    acc += alpha * x[j] + beta * zo + y[j] * inv_rho
+                m[v] = acc / cnt[v]
+            else:
+                m[v] = z_old[v]
+            z[v] = _clip01(m[v])
+        for t in range(zc_indptr.shape[0] - 1):
+            s = zc_indptr[t]
+            k = zc_indptr[t + 1] - s
+            for j in range(s, s + k):
+                v = zc_idx[j]
+                zd[j] = m[v]
+                zsc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
+            local_update(zc_kind[t], zd, zsc, s, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, zbp, 2 * s)
+            for j in range(s, s + k):
+                z[zc_idx[j]] = zbuf[j]
+        dual = 0.0
+        znorm = 0.0
+        for v in prange(n):
+            zv = z[v]
+            dz = zv - z_old[v]
+            dual += cnt[v] * dz * dz
+            znorm += cnt[v] * zv * zv
+        primal = 0.0
+        xnorm = 0.0
+        ynorm = 0.0
+        for j in prange(nnz):
+            v = idx[j]
+            xj = x[j]
+            r = xj - z[v]
+            primal += r * r
+            xnorm += xj * xj
+            yj = y[j] + rho * (alpha * xj + beta * z_old[v] - z[v])
+            y[j] = yj
+            ynorm += yj * yj
+        stats[0] = np.sqrt(primal)
+        stats[1] = rho * np.sqrt(dual)
+        stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(xnorm), np.sqrt(znorm))
+        stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(ynorm)
+        if stats[0] <= stats[2] and stats[1] <= stats[3]:
+            return it + 1
+    return n_steps

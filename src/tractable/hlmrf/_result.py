@@ -16,7 +16,8 @@ class MPEResult:
     Attributes
     ----------
     x : ndarray of shape (n_variables,)
-        The assignment (read-only), fixed variables included at their fixed values.
+        The assignment (read-only), fixed variables included at their fixed values; NaN for the
+        free variables when a reference solver found no solution (``status="infeasible"``).
     objective : float
         ``sum_j w_j max(c_j·x + b_j, 0)^p_j`` at ``x`` (the energy; lower is more probable).
     converged : bool

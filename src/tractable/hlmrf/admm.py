@@ -43,6 +43,7 @@ def solve(
     adaptive_rho: bool = False,
     over_relaxation: float = 1.0,
     constraints: str = "local",
+    parallel: bool = True,
     repair: bool = False,
 ) -> MPEResult:
     """Find a most probable explanation (MPE) of a hinge-loss MRF.
@@ -90,9 +91,13 @@ def solve(
         step, which becomes a weighted projection onto box ∩ constraints; every iterate is then
         feasible, and it is still exact ADMM. Raises ``ValueError`` when two constraints share a
         variable. ``"auto"``: ``"consensus"`` when the constraints are disjoint, else ``"local"``.
+    parallel : bool
+        Run the ADMM iterations on all of numba's threads (``numba.set_num_threads`` limits them);
+        the iterates are those of the one-thread kernel up to the summation order of the residuals.
     repair : bool
         Replace the answer by :func:`tractable.hlmrf.project_feasible` of it (a nearby feasible
-        point), as the paper does before measuring suboptimality.
+        point), as the paper does before measuring suboptimality. An infeasible model is left
+        unrepaired, with a ``ConvergenceWarning``.
 
     Returns
     -------
@@ -125,16 +130,21 @@ def solve(
             x0=x0, time_limit=time_limit, progress=bool(progress), adaptive_rho=bool(adaptive_rho),
             alpha=_check_alpha(over_relaxation), constraints=check_choice(constraints, "constraints",
                                                                           ("local", "consensus", "auto")),
+            parallel=bool(parallel),
         )
-    if repair:
+    if repair and np.all(np.isfinite(res.x)):
         from dataclasses import replace
 
         from .repair import project_feasible
 
         t0 = time.perf_counter()
-        xr = project_feasible(model, res.x)
-        res = replace(res, x=frozen_array(xr), objective=model.objective(xr), max_violation=model.max_violation(xr),
-                      time=res.time + time.perf_counter() - t0)
+        try:
+            xr = project_feasible(model, res.x)
+        except ValueError as err:
+            warnings.warn(f"no repair: {err}", ConvergenceWarning, stacklevel=2)
+        else:
+            res = replace(res, x=frozen_array(xr), objective=model.objective(xr),
+                          max_violation=model.max_violation(xr), time=res.time + time.perf_counter() - t0)
     return res
 
 
@@ -181,7 +191,7 @@ def _split_constraints(comp, mode: str):
 
 
 def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, alpha,
-                constraints):
+                constraints, parallel):
     t0 = time.perf_counter()
     comp = model._compile()
     terms, zcons = _split_constraints(comp, constraints)
@@ -190,7 +200,20 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
     z = np.zeros(n_free) if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
     x = z[idx]
     y = np.zeros(idx.size)
-    cnt = np.bincount(idx, minlength=n_free).astype(np.float64)
+    counts = np.bincount(idx, minlength=n_free)
+    cnt = counts.astype(np.float64)
+    if parallel:
+        vptr = np.zeros(n_free + 1, dtype=np.int64)
+        np.cumsum(counts, out=vptr[1:])
+        vcopies = np.argsort(idx, kind="stable")
+
+        def step(k):
+            return _kernels.admm_run_parallel(*terms, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs, eps_rel, k,
+                                              stats, *zcons)
+    else:
+
+        def step(k):
+            return _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, k, stats, *zcons)
     stats = np.zeros(4)
     n_iter = 0
     status = "max_iter_reached"
@@ -206,7 +229,7 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
             max_iter = 1
         while status != "converged" and n_iter < max_iter:
             steps = min(_CHUNK, max_iter - n_iter)
-            done = _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, steps, stats, *zcons)
+            done = step(steps)
             n_iter += done
             if bar is not None:
                 bar.update(done)
