@@ -18,7 +18,7 @@ import os
 import numpy as np
 import scipy.fft as sfft
 
-from ._kernels import conv_direct_batch, corr_direct_batch
+from ._kernels import block_tables, conv_direct_batch, corr_direct_batch, sample_descent_blocks
 
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _NOISE = 1e-14  # FFT output entries below this fraction of the row maximum are rounding noise
@@ -50,6 +50,7 @@ class Balanced:
         self.vec = [v0]
         self.scale = [s0]
         self._fft = {}  # rfft of level h - 1 at length 2^h, reused by the downward pass
+        self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))
         for h in range(1, n_levels + 1):
             a = self.vec[h - 1]
             x = self._conv(a, h)
@@ -142,6 +143,18 @@ class Balanced:
             sa[zero] = -np.inf
             a = x
         return a[:self.n], sa[:self.n]
+
+    def sample(self, root_counts: np.ndarray, seed: int, block_height: int = 3) -> np.ndarray:
+        """Exact samples given root counts: count splits down to blocks of 2^block_height leaves,
+        then the leaves of each block one by one (see ``sample_descent_blocks``). (S, n) uint8."""
+        left, right, _, flat, offset, length, pad = self.flat()
+        hb = min(block_height, self.n_levels)
+        level_start = np.cumsum([0] + [pad >> h for h in range(self.n_levels + 1)])
+        order = np.arange(level_start[-1] - 1, level_start[hb + 1] - 1, -1, dtype=np.int64)
+        block = 1 << hb
+        tab = block_tables(self.vec[0], block)
+        return sample_descent_blocks(root_counts.astype(np.int64), order, left, right, flat, offset, length,
+                                     int(level_start[hb]), block, tab, self.vec[0], self.n, seed)
 
     def flat(self):
         """Upward messages flattened for the sampling kernel, in the generic node numbering.

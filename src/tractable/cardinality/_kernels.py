@@ -235,3 +235,125 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
             for leaf in range(n_leaves):
                 out[c0 + s, leaf] = counts[leaf, s]
     return out
+
+
+@numba.njit(**_JIT)
+def block_tables(leaf_vec, block):
+    """Suffix count weights of each block of ``block`` consecutive leaves.
+
+    ``tab[b, i, r]`` is proportional (per (b, i) row) to the total weight of the configurations
+    of leaves ``i .. block-1`` of block b with r of them on; rows are normalized to max 1 (only
+    ratios within a row are used).
+    """
+    n_blocks = leaf_vec.shape[0] // block
+    tab = np.zeros((n_blocks, block + 1, block + 1))
+    for b in range(n_blocks):
+        tab[b, block, 0] = 1.0
+        for i in range(block - 1, -1, -1):
+            q0 = leaf_vec[b * block + i, 0]
+            q1 = leaf_vec[b * block + i, 1]
+            mx = 0.0
+            for r in range(block - i + 1):
+                v = q0 * tab[b, i + 1, r]
+                if r > 0:
+                    v += q1 * tab[b, i + 1, r - 1]
+                tab[b, i, r] = v
+                if v > mx:
+                    mx = v
+            if mx > 0.0:
+                for r in range(block - i + 1):
+                    tab[b, i, r] /= mx
+    return tab
+
+
+@numba.njit(**_JIT)
+def sample_descent_blocks(root_counts, order, left, right, up, offset, length, block_node0, block, tab,
+                          leaf_vec, n_out, seed):
+    """Like :func:`sample_descent`, but stops at blocks of ``block`` leaves (node ids
+    ``block_node0 + j`` cover leaves ``j*block ..``) and draws each block's leaves one by one from
+    ``P(y_i = 1 | r on among leaves i..) = q_i(1) T_{i+1}(r - 1) / (q_i(0) T_{i+1}(r) + q_i(1) T_{i+1}(r - 1))``
+    (exact; one uniform per undetermined leaf). ``order`` lists the internal nodes above the
+    blocks, parents first. Returns (S, n_out) uint8.
+    """
+    n_samples = root_counts.shape[0]
+    n_nodes = left.shape[0]
+    n_blocks = tab.shape[0]
+    out = np.zeros((n_samples, n_out), dtype=np.uint8)
+    cache_base = np.zeros(n_nodes + 1, dtype=np.int64)
+    for v in range(n_nodes):
+        cache_base[v + 1] = cache_base[v] + (length[v] if left[v] >= 0 else 0)
+    cache_pos = np.full(cache_base[n_nodes], -1, dtype=np.int64)
+    cache_lo = np.zeros(cache_base[n_nodes], dtype=np.int64)
+    cache_n = np.zeros(cache_base[n_nodes], dtype=np.int64)
+    buf = np.empty(1 << 16)
+    used = 0
+    chunk = 64
+    counts = np.zeros((n_nodes, chunk), dtype=np.int32)
+    np.random.seed(seed)  # noqa: NPY002 -- numba's own generator, seeded from the caller's Generator
+    for c0 in range(0, n_samples, chunk):
+        m = min(chunk, n_samples - c0)
+        root = order[0] if order.shape[0] > 0 else block_node0
+        for s in range(m):
+            counts[root, s] = root_counts[c0 + s]
+        for q in range(order.shape[0]):
+            v = order[q]
+            lv = left[v]
+            rv = right[v]
+            full = length[v] - 1
+            for s in range(m):
+                c = counts[v, s]
+                if c == 0:
+                    counts[lv, s] = 0
+                    counts[rv, s] = 0
+                    continue
+                if c == full:
+                    counts[lv, s] = length[lv] - 1
+                    counts[rv, s] = length[rv] - 1
+                    continue
+                slot = cache_base[v] + c
+                if cache_pos[slot] < 0:
+                    need = min(c, length[lv] - 1) + 1
+                    if used + need > buf.shape[0]:
+                        nb = np.empty(max(2 * buf.shape[0], used + need))
+                        nb[:used] = buf[:used]
+                        buf = nb
+                    lo, n = _split_cdf(up, offset[lv], length[lv], offset[rv], length[rv], c, buf, used)
+                    cache_pos[slot] = used
+                    cache_lo[slot] = lo
+                    cache_n[slot] = n
+                    used += n
+                pos = cache_pos[slot]
+                n = cache_n[slot]
+                target = np.random.random() * buf[pos + n - 1]  # noqa: NPY002 -- numba generator
+                a = 0
+                b = n - 1
+                while a < b:
+                    mid = (a + b) // 2
+                    if buf[pos + mid] > target:
+                        b = mid
+                    else:
+                        a = mid + 1
+                j = cache_lo[slot] + a
+                counts[lv, s] = j
+                counts[rv, s] = c - j
+        for s in range(m):
+            row = c0 + s
+            for bk in range(n_blocks):
+                r = counts[block_node0 + bk, s]
+                base = bk * block
+                for i in range(block):
+                    leaf = base + i
+                    if r == 0:
+                        break
+                    if r == block - i:  # all remaining leaves are on
+                        for i2 in range(i, block):
+                            if base + i2 < n_out:
+                                out[row, base + i2] = 1
+                        break
+                    w1 = leaf_vec[leaf, 1] * tab[bk, i + 1, r - 1]
+                    w0 = leaf_vec[leaf, 0] * tab[bk, i + 1, r]
+                    if np.random.random() * (w0 + w1) < w1:  # noqa: NPY002 -- numba generator
+                        if leaf < n_out:
+                            out[row, leaf] = 1
+                        r -= 1
+    return out

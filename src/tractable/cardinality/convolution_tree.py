@@ -28,14 +28,13 @@ from .._results import MAPResult, frozen_array
 from .._validate import as_float_array, check_choice, check_int, check_rng
 from ._balanced import Balanced
 from ._convolve import DEFAULT_CROSSOVER
-from ._kernels import sample_descent
 from ._result import CardinalityMarginals
 from ._tree import NO_CONFIGURATION
 
 __all__ = ["log_partition", "map_assignment", "marginals", "sample"]
 
 _THRESHOLD = 1e-13  # a tilted root entry >= this (relative to the max) is resolved (to ~3%)
-_THRESHOLD_HI = 1.5 * _THRESHOLD  # upper bound of an unresolved entry, FFT noise included
+_EXACT_THRESHOLD = 1e-290  # the same with direct convolution only (exact; just above underflow)
 _INNER = 1e-9  # entries above this are accurate to ~3e-6 relative
 _STITCH = 1e-3  # overlaps used to align two passes must be this well resolved in both (~3e-12)
 _NEGLIGIBLE = 50.0  # counts whose mass is below exp(-50 - log(D + 1)) * Z are dropped
@@ -148,7 +147,10 @@ class _Pass:
         self.r = r
         s = self.up.root_scale
         ks = np.arange(n + 1)
-        res = np.nonzero(r >= _THRESHOLD)[0]
+        # with direct convolution only, every entry is exact relative to itself: all resolved
+        self.thr = _EXACT_THRESHOLD if self.up.exact else _THRESHOLD
+        thr_hi = 1.5 * self.thr
+        res = np.nonzero(r >= self.thr)[0]
         self.a, self.b = int(res[0]), int(res[-1])
         # log sum_{|y|=k} exp(theta . y) = rel[k] + const: the large constant is kept apart so
         # that differences between counts are not rounded to the size of the constant
@@ -161,10 +163,11 @@ class _Pass:
         # (r >= _INNER) to the edge, and at most the step down to the unresolved neighbour
         with np.errstate(divide="ignore"):
             lr = np.log(r)
-            noise = _FFT_EPS / np.maximum(r, 1e-300)  # relative error of a resolved entry
+            # relative error of a resolved entry
+            noise = (0.0 if self.up.exact else _FFT_EPS) / np.maximum(r, 1e-300)
         inner = np.nonzero(r >= _INNER)[0]
-        slope_r = np.log(_THRESHOLD_HI) - lr[self.b]
-        slope_l = np.log(_THRESHOLD_HI) - lr[self.a]
+        slope_r = np.log(thr_hi) - lr[self.b]
+        slope_l = np.log(thr_hi) - lr[self.a]
         if inner.size and inner[-1] < self.b:
             j = inner[-1]
             slope_r = min(slope_r, (lr[self.b] - lr[j] + 2 * (noise[self.b] + noise[j])) / (self.b - j))
@@ -197,7 +200,7 @@ def _locate(prob: _Problem, method: str, crossover: int):
     for _ in range(_MAX_PASSES):
         p = _Pass(theta, tilt, method, crossover, target)
         passes.append(p)
-        better = (p.r >= _THRESHOLD) & (p.r > best_r)
+        better = (p.r >= p.thr) & (p.r > best_r)
         best_r[better] = p.r[better]
         owner[better] = len(passes) - 1
         upper = np.min([q.bound for q in passes], axis=0)
@@ -213,7 +216,7 @@ def _locate(prob: _Problem, method: str, crossover: int):
             with np.errstate(over="ignore"):
                 err = np.exp(rel) * _FFT_EPS / np.maximum(best_r, _THRESHOLD)
             target = int(np.argmax(err))
-            if err[target] <= _COUNT_TOL or method == "direct" or any(q.target == target for q in passes):
+            if err[target] <= _COUNT_TOL or p.up.exact or any(q.target == target for q in passes):
                 break
         tilt = _tilt_for(theta, target)
     return passes, rel, owner, logz
@@ -444,10 +447,8 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     which = owner[counts]
     for i in np.unique(which):
         sel = np.nonzero(which == i)[0]
-        left, right, order, flat, offset, length, pad = passes[i].up.flat()
         seed = int(rng.integers(2**31 - 1))
-        free_rows[sel] = sample_descent(counts[sel].astype(np.int64), order, left, right, flat, offset, length,
-                                        pad, seed)[:, :n]
+        free_rows[sel] = passes[i].up.sample(counts[sel], seed)
     out[:, prob.free] = free_rows
     return out
 
