@@ -275,3 +275,25 @@ def test_rough_potential_needs_several_passes():
     assert_allclose(res.marginals, ref.marginals, rtol=1e-9)
     assert abs(res.log_partition - ref.log_partition) <= 1e-9
     assert_allclose(res.count_marginals, ref.count_marginals, atol=1e-12)
+
+
+def test_sample_joint_frequencies_with_blocks_and_padding():
+    # D = 10 pads to 16 leaves: two 8-leaf blocks (one partly padding) below one count split
+    rng = np.random.default_rng(13)
+    d = 10
+    theta = rng.normal(0, 1, d)
+    f = rng.normal(0, 1, d + 1)
+    f[[2, 7]] = -np.inf
+    ys = np.array(list(itertools.product([0, 1], repeat=d)))
+    with np.errstate(invalid="ignore"):
+        sc = ys @ theta + f[ys.sum(1)]
+    p = np.exp(sc - logsumexp(sc))
+    n = 100_000
+    s = sample(theta, f, size=n, rng=99)
+    codes = s.astype(np.int64) @ (1 << np.arange(d - 1, -1, -1))
+    obs = np.bincount(codes, minlength=2**d)
+    assert obs[p == 0].sum() == 0
+    big = n * p >= 5  # chi-square needs expected counts >= 5; the rest is pooled into one cell
+    o = np.r_[obs[big], obs[~big].sum()]
+    e = np.r_[n * p[big], n * p[~big].sum()]
+    assert chisquare(o, e).pvalue > 1e-3  # fixed seed
