@@ -9,7 +9,6 @@ convolution. Messages are kept as (row normalized to maximum 1, log scale).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,28 +36,6 @@ class BinaryTree:
     @property
     def n_nodes(self) -> int:
         return self.left.shape[0]
-
-
-@functools.lru_cache(maxsize=8)
-def build_tree(n_leaves: int) -> BinaryTree:
-    """Balanced binary tree over ``n_leaves`` leaves (pairing neighbours round by round); cached."""
-    left, right = _pair_up([np.arange(n_leaves)], n_leaves)[1:]
-    return finish_tree(n_leaves, left, right)
-
-
-def _pair_up(items_per_round, next_id):
-    """Internal: pair a list of node ids round by round; returns (root, left list, right list)."""
-    left: list = []
-    right: list = []
-    current = np.asarray(items_per_round[0])
-    while current.shape[0] > 1:
-        n_pairs = current.shape[0] // 2
-        ids = np.arange(next_id, next_id + n_pairs)
-        left.append(current[0:2 * n_pairs:2])
-        right.append(current[1:2 * n_pairs:2])
-        next_id += n_pairs
-        current = np.concatenate([ids, current[2 * n_pairs:]])
-    return current[0], left, right
 
 
 def finish_tree(n_leaves: int, left_list, right_list) -> BinaryTree:

@@ -10,10 +10,11 @@ of a message only, so the passes run on an *exponentially tilted* model: ``theta
 ``f(k) + t k`` define exactly the same distribution, and ``t`` is chosen so that the count
 distribution of the tilted leaves is centred where the posterior count mass lies; the entries that
 matter are then close to the maximum of every message. If the posterior count mass lies in
-several places, one tilt per place is used and the results are added in log space. Where a tilted
-root message is resolved (within ``_THRESHOLD`` of its maximum), its log is exact to ~1e-10;
-outside, log-concavity of the count weights gives a rigorous upper bound, which tells whether an
-unresolved count could matter at all.
+several places, one tilt per place is used and the results are added in log space. A tilted root
+entry is used where it is at least ``_THRESHOLD`` (1e-13) of the maximum, where its absolute error
+is ~3e-15 of the maximum; outside, log-concavity of the count weights gives a rigorous upper bound,
+and another tilted pass runs while the counts left out could carry more than ``_MASS_TOL``
+(3e-13) of the probability. With direct convolution only (short messages), every entry is exact.
 """
 
 from __future__ import annotations
