@@ -31,6 +31,7 @@ from ._balanced import Balanced
 from ._convolve import DEFAULT_CROSSOVER
 from ._result import CardinalityMarginals
 from ._tree import NO_CONFIGURATION
+from ._windowed import Windowed
 
 __all__ = ["log_partition", "map_assignment", "marginals", "sample"]
 
@@ -84,13 +85,27 @@ class _Problem:
 
 
 def _tilt_for(theta: np.ndarray, k: int) -> float:
-    """Tilt t with sum_d sigmoid(theta_d - t) = k (the tilted count distribution has mode k)."""
+    """Tilt t with sum_d sigmoid(theta_d - t) = k (the tilted count distribution has mode k).
+
+    Newton steps from a rough start (the function is monotone in t), with ``brentq`` as the
+    fallback.
+    """
     n = theta.shape[0]
     if k <= 0:
         return float(theta.max()) + 40.0
     if k >= n:
         return float(theta.min()) - 40.0
     lo, hi = float(theta.min()) - 40.0, float(theta.max()) + 40.0
+    t = float(np.mean(theta) - np.log(k / (n - k)))
+    for _ in range(25):
+        p = expit(theta - t)
+        g = p.sum() - k
+        if abs(g) < 1e-9 * max(1.0, k):
+            return t
+        dg = np.dot(p, 1.0 - p)
+        if not dg > 1e-12:
+            break
+        t = min(max(t + g / dg, lo), hi)
     return brentq(lambda t: expit(theta - t).sum() - k, lo, hi, xtol=1e-12, rtol=1e-15)
 
 
@@ -99,7 +114,7 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
 
     ``W(k) = sum_{|y|=k} exp(theta . y)``; with ``K(t) = sum_d log(1 + exp(theta_d - t))`` and the
     tilted mean ``m(t)`` and variance ``v(t)``, ``log W(m(t)) ~ K(t) + t m(t) - log(2 pi v(t)) / 2``.
-    ``theta`` is binned (at most 1024 bins), so this costs O(D) plus a small grid; it only picks where
+    ``theta`` is binned (at most 256 bins), so this costs O(D) plus a small grid; it only picks where
     the first tilted pass is centred, and exactness does not depend on it.
     """
     n = theta.shape[0]
@@ -107,12 +122,12 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
     if hi - lo < 1e-12:
         vals, counts = np.array([lo]), np.array([n])
     else:
-        counts, edges = np.histogram(theta, bins=min(1024, n))
+        counts, edges = np.histogram(theta, bins=min(256, n))
         vals = 0.5 * (edges[1:] + edges[:-1])
         keep = counts > 0
         vals, counts = vals[keep], counts[keep]
     ks = np.arange(n + 1)
-    n_grid = 256 if n > 256 else 48
+    n_grid = 128 if n > 256 else 48
     ts = np.linspace(lo - 12.0, hi + 12.0, n_grid)
     for _ in range(3):  # zoom in around the best tilt: the approximation is interpolated in t
         z = vals[None, :] - ts[:, None]
@@ -137,12 +152,13 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
 class _Pass:
     """One tilted upward pass: its tilt, resolved window and root log count weights."""
 
-    def __init__(self, theta, tilt, method, crossover, target=None):
+    def __init__(self, theta, tilt, method, crossover, target=None, dense=False):
         self.tilt = tilt
         self.target = target
         logw = np.zeros((theta.shape[0], 2))
         logw[:, 1] = theta - tilt
-        self.up = Balanced(logw, method=method, crossover=crossover)
+        kind = Balanced if dense else Windowed
+        self.up = kind(logw, method=method, crossover=crossover)
         n = theta.shape[0]
         r = self.up.root
         self.r = r
@@ -185,7 +201,7 @@ class _Pass:
         self.bound = bound + self.const
 
 
-def _locate(prob: _Problem, method: str, crossover: int):
+def _locate(prob: _Problem, method: str, crossover: int, dense: bool = False):
     """Run tilted upward passes until every count that could matter is resolved.
 
     Returns (passes, log P(count = k) (n+1,), owner pass of each count or -1, log Z).
@@ -199,7 +215,7 @@ def _locate(prob: _Problem, method: str, crossover: int):
     tilt = _tilt_for(theta, target)
     neg = _NEGLIGIBLE + np.log(n + 1.0)
     for _ in range(_MAX_PASSES):
-        p = _Pass(theta, tilt, method, crossover, target)
+        p = _Pass(theta, tilt, method, crossover, target, dense)
         passes.append(p)
         better = (p.r >= p.thr) & (p.r > best_r)
         best_r[better] = p.r[better]
@@ -438,7 +454,7 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     out[:, prob.on] = 1
     if prob.n_free == 0 or size == 0:
         return out
-    passes, logpi, owner, logz = _locate(prob, method, crossover)
+    passes, logpi, owner, logz = _locate(prob, method, crossover, dense=True)
     pi = np.exp(logpi)
     cdf = np.cumsum(pi)
     counts = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
