@@ -297,3 +297,24 @@ def test_sample_joint_frequencies_with_blocks_and_padding():
     o = np.r_[obs[big], obs[~big].sum()]
     e = np.r_[n * p[big], n * p[~big].sum()]
     assert chisquare(o, e).pvalue > 1e-3  # fixed seed
+
+
+@pytest.mark.parametrize("d", [1000, 3000])
+def test_windowed_tree_equals_dense_tree(d):
+    # the windowed tree only drops entries below the FFT noise floor: same results as dense
+    from tractable.cardinality._balanced import Balanced
+    from tractable.cardinality._windowed import Windowed
+
+    rng = np.random.default_rng(d)
+    logw = np.zeros((d, 2))
+    logw[:, 1] = rng.normal(0, 2, d)
+    dense, win = Balanced(logw), Windowed(logw)
+    assert_allclose(win.root_scale, dense.root_scale, rtol=1e-14)
+    big = dense.root > 1e-8  # entries well above the noise floor agree to ~1e-15 / entry
+    assert_allclose(win.root[big], dense.root[big], rtol=1e-6)
+    root_out = np.where(big, rng.normal(0, 1, d + 1), -np.inf)
+    vd, sd = dense.downward(root_out)
+    vw, sw = win.downward(root_out)
+    md = 1 / (1 + np.exp(np.log(vd[:, 0]) + sd - np.log(vd[:, 1]) - sd - logw[:, 1]))
+    mw = 1 / (1 + np.exp(np.log(vw[:, 0]) + sw - np.log(vw[:, 1]) - sw - logw[:, 1]))
+    assert_allclose(mw, md, rtol=1e-9)
