@@ -224,13 +224,19 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
 @njit(cache=True)
 def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, n_steps,
              stats, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind):
-    """Run up to ``n_steps`` consensus-ADMM iterations in place; return the number done.
+    """Run up to ``n_steps`` consensus-ADMM iterations in place; return the number completed.
 
-    ``x``, ``y``: local copies and (unscaled) multipliers, one per copy; ``z``: consensus variables;
-    ``cnt[v]``: number of copies of variable ``v``. Over-relaxation ``alpha`` in (0, 2) (1 = plain
-    ADMM). After each iteration ``stats`` holds (primal residual, dual residual, eps_primal,
-    eps_dual); the loop stops early when both residuals are below their tolerances (Boyd et al.
-    2011, Sec. 3.3, with ``sqrt(number of local copies)`` scaling of ``eps_abs``).
+    ``x``: the (over-relaxed) local copies ``alpha x + (1 - alpha) z_prev`` of the last local update;
+    ``y``: unscaled multipliers, one per copy; ``z``: consensus variables; ``cnt[v]``: number of
+    copies of variable ``v``. Over-relaxation ``alpha`` in (0, 2) (1 = plain ADMM).
+
+    One pass over the terms does everything per copy: the multiplier update of the previous iteration
+    ``y += rho (x - z)`` (with the residual norms), the new local update, and the scatter-add of
+    ``x + y / rho``; a pass over the variables then forms ``z``. ``stats`` carries (primal residual,
+    dual residual, eps_primal, eps_dual, ||z|| weighted by ``cnt``) between calls (initialize the
+    dual residual to ``inf``). The loop stops when both residuals of the last completed iteration are
+    below their tolerances (Boyd et al. 2011, Sec. 3.3, with ``sqrt(number of local copies)``
+    scaling of ``eps_abs``); ``z`` is then that iteration's consensus.
 
     ``zc_*`` (CSR like the terms, kinds KIND_LEQ / KIND_EQ) are constraints with pairwise disjoint
     supports that belong to the consensus step instead of having local copies: the z-update is then
@@ -259,13 +265,24 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
         for v in range(n):
             acc[v] = 0.0
             z_old[v] = z[v]
+        primal = 0.0
+        xnorm = 0.0
+        ynorm = 0.0
         for t in range(n_terms):
             s = indptr[t]
             k = indptr[t + 1] - s
-            # clip first (alpha^(1)), inline: most terms stop here
+            # multiplier update of the previous iteration, then clip first (alpha^(1)): most terms stop there
             g0 = const[t]
             for j in range(k):
-                dj = z[idx[s + j]] - y[s + j] * inv_rho
+                zv = z[idx[s + j]]
+                xh = x[s + j]
+                r = xh - zv
+                primal += r * r
+                xnorm += xh * xh
+                yj = y[s + j] + rho * r
+                y[s + j] = yj
+                ynorm += yj * yj
+                dj = zv - yj * inv_rho
                 d[j] = dj
                 v = _clip01(dj)
                 x[s + j] = v
@@ -329,7 +346,14 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
                     root_multiplier(d, ones, 0, coef, s, b, k, sgn, ik, x, bp, 0)
             for j in range(s, s + k):
                 v = idx[j]
-                acc[v] += alpha * x[j] + beta * z_old[v] + y[j] * inv_rho
+                xh = alpha * x[j] + beta * z_old[v]
+                x[j] = xh
+                acc[v] += xh + y[j] * inv_rho
+        stats[0] = np.sqrt(primal)
+        stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(xnorm), stats[4])
+        stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(ynorm)
+        if stats[0] <= stats[2] and stats[1] <= stats[3]:
+            return it
         for v in range(n):
             if cnt[v] > 0:
                 acc[v] = acc[v] / cnt[v]
@@ -353,23 +377,8 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
             dz = zv - z_old[v]
             dual += cnt[v] * dz * dz
             znorm += cnt[v] * zv * zv
-        primal = 0.0
-        xnorm = 0.0
-        ynorm = 0.0
-        for j in range(nnz):
-            v = idx[j]
-            xj = x[j]
-            r = xj - z[v]
-            primal += r * r
-            xnorm += xj * xj
-            y[j] += rho * (alpha * xj + beta * z_old[v] - z[v])
-            ynorm += y[j] * y[j]
-        stats[0] = np.sqrt(primal)
         stats[1] = rho * np.sqrt(dual)
-        stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(xnorm), np.sqrt(znorm))
-        stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(ynorm)
-        if stats[0] <= stats[2] and stats[1] <= stats[3]:
-            return it + 1
+        stats[4] = np.sqrt(znorm)
     return n_steps
 
 

@@ -43,7 +43,7 @@ def solve(
     adaptive_rho: bool = False,
     over_relaxation: float = 1.0,
     constraints: str = "local",
-    parallel: bool = True,
+    parallel: bool = False,
     repair: bool = False,
 ) -> MPEResult:
     """Find a most probable explanation (MPE) of a hinge-loss MRF.
@@ -94,6 +94,8 @@ def solve(
     parallel : bool
         Run the ADMM iterations on all of numba's threads (``numba.set_num_threads`` limits them);
         the iterates are those of the one-thread kernel up to the summation order of the residuals.
+        Worth it on a dedicated multi-core machine; on a busy one each parallel region waits for its
+        slowest thread, hence the default of one thread.
     repair : bool
         Replace the answer by :func:`tractable.hlmrf.project_feasible` of it (a nearby feasible
         point), as the paper does before measuring suboptimality. An infeasible model is left
@@ -214,7 +216,7 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
 
         def step(k):
             return _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, k, stats, *zcons)
-    stats = np.zeros(4)
+    stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
     n_iter = 0
     status = "max_iter_reached"
     bar = None
@@ -225,8 +227,6 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
     try:
         if comp.idx.size == 0:
             status = "converged"
-        elif idx.size == 0:  # constraints only: one consensus step projects x0 onto them
-            max_iter = 1
         while status != "converged" and n_iter < max_iter:
             steps = min(_CHUNK, max_iter - n_iter)
             done = step(steps)
