@@ -144,7 +144,7 @@ class Balanced:
             a = x
         return a[:self.n], sa[:self.n]
 
-    def sample(self, root_counts: np.ndarray, seed: int, block_height: int = 3) -> np.ndarray:
+    def sample(self, root_counts: np.ndarray, state: np.ndarray, block_height: int = 3) -> np.ndarray:
         """Exact samples given root counts: count splits down to blocks of 2^block_height leaves,
         then the leaves of each block one by one (see ``sample_descent_blocks``). (S, n) uint8."""
         left, right, _, flat, offset, length, pad = self.flat()
@@ -154,7 +154,7 @@ class Balanced:
         block = 1 << hb
         tab = block_tables(self.vec[0], block)
         return sample_descent_blocks(root_counts.astype(np.int64), order, left, right, flat, offset, length,
-                                     int(level_start[hb]), block, tab, self.vec[0], self.n, seed)
+                                     int(level_start[hb]), block, tab, self.vec[0], self.n, state)
 
     def flat(self):
         """Upward messages flattened for the sampling kernel, in the generic node numbering.

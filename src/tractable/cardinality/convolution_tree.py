@@ -464,8 +464,8 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     which = owner[counts]
     for i in np.unique(which):
         sel = np.nonzero(which == i)[0]
-        seed = int(rng.integers(2**31 - 1))
-        free_rows[sel] = passes[i].up.sample(counts[sel], seed)
+        state = rng.integers(1, 2**63, size=2, dtype=np.uint64)
+        free_rows[sel] = passes[i].up.sample(counts[sel], state)
     out[:, prob.free] = free_rows
     return out
 

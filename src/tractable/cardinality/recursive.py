@@ -287,11 +287,11 @@ class RecursiveCardinalityModel:
         counts = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
         counts = np.minimum(counts, t.size[t.root]).astype(np.int64)
         flat, offset, length = flat_messages(t, up)
-        seed = int(rng.integers(2**31 - 1))
+        state = rng.integers(1, 2**63, size=2, dtype=np.uint64)
         if t.n_nodes == 1:
             return counts.astype(np.uint8)[:, None]
         return sample_descent(counts, internal_order(t), t.left, t.right, flat, offset, length,
-                              self.n_variables, seed)
+                              self.n_variables, state)
 
     def score(self, y) -> float:
         """``theta . y + sum_i f_i(count_i(y))`` of an assignment (the unnormalized log-probability)."""
