@@ -18,7 +18,7 @@ import os
 import numpy as np
 import scipy.fft as sfft
 
-from ._kernels import block_tables, conv_direct_batch, corr_direct_batch, sample_descent_blocks
+from ._kernels import block_config_cdfs, conv_direct_batch, corr_direct_batch, sample_descent_blocks
 
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _NOISE = 1e-14  # FFT output entries below this fraction of the row maximum are rounding noise
@@ -146,15 +146,19 @@ class Balanced:
 
     def sample(self, root_counts: np.ndarray, state: np.ndarray, block_height: int = 3) -> np.ndarray:
         """Exact samples given root counts: count splits down to blocks of 2^block_height leaves,
-        then the leaves of each block one by one (see ``sample_descent_blocks``). (S, n) uint8."""
+        then each block's configuration in one draw (see ``sample_descent_blocks``). (S, n) uint8."""
         left, right, _, flat, offset, length, pad = self.flat()
         hb = min(block_height, self.n_levels)
         level_start = np.cumsum([0] + [pad >> h for h in range(self.n_levels + 1)])
         order = np.arange(level_start[-1] - 1, level_start[hb + 1] - 1, -1, dtype=np.int64)
         block = 1 << hb
-        tab = block_tables(self.vec[0], block)
+        cfg = np.arange(1 << block)
+        pop = np.array([bin(c).count("1") for c in cfg])
+        masks = cfg[np.argsort(pop, kind="stable")].astype(np.int64)
+        start = np.searchsorted(np.sort(pop), np.arange(block + 2)).astype(np.int64)
+        tab = block_config_cdfs(self.vec[0], block, masks, start)
         return sample_descent_blocks(root_counts.astype(np.int64), order, left, right, flat, offset, length,
-                                     int(level_start[hb]), block, tab, self.vec[0], self.n, state)
+                                     int(level_start[hb]), block, tab, masks, start, self.n, state)
 
     def flat(self):
         """Upward messages flattened for the sampling kernel, in the generic node numbering.

@@ -256,42 +256,51 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
 
 
 @numba.njit(**_JIT)
-def block_tables(leaf_vec, block):
-    """Suffix count weights of each block of ``block`` consecutive leaves.
+def block_config_cdfs(leaf_vec, block, masks, start):
+    """Per block, the CDF over the block's configurations of each count r.
 
-    ``tab[b, i, r]`` is proportional (per (b, i) row) to the total weight of the configurations
-    of leaves ``i .. block-1`` of block b with r of them on; rows are normalized to max 1 (only
-    ratios within a row are used).
+    ``masks`` lists all ``2^block`` configurations (bit i = leaf i on) sorted by popcount;
+    configurations with popcount r are ``masks[start[r]:start[r + 1]]``. ``cdf[b, j]`` is the
+    cumulative weight (within its popcount segment, normalized so the segment's maximum weight is
+    1, in log space first so nothing underflows) of the configurations up to j.
     """
     n_blocks = leaf_vec.shape[0] // block
-    tab = np.zeros((n_blocks, block + 1, block + 1))
+    n_cfg = masks.shape[0]
+    cdf = np.zeros((n_blocks, n_cfg))
+    lw = np.empty(n_cfg)
+    logv = np.full(leaf_vec.shape, -np.inf)
+    for i in range(leaf_vec.shape[0]):
+        for k in range(2):
+            if leaf_vec[i, k] > 0.0:
+                logv[i, k] = np.log(leaf_vec[i, k])
     for b in range(n_blocks):
-        tab[b, block, 0] = 1.0
-        for i in range(block - 1, -1, -1):
-            q0 = leaf_vec[b * block + i, 0]
-            q1 = leaf_vec[b * block + i, 1]
-            mx = 0.0
-            for r in range(block - i + 1):
-                v = q0 * tab[b, i + 1, r]
-                if r > 0:
-                    v += q1 * tab[b, i + 1, r - 1]
-                tab[b, i, r] = v
-                if v > mx:
-                    mx = v
-            if mx > 0.0:
-                for r in range(block - i + 1):
-                    tab[b, i, r] /= mx
-    return tab
+        for j in range(n_cfg):
+            m = masks[j]
+            v = 0.0
+            for i in range(block):
+                v += logv[b * block + i, (m >> i) & 1]
+            lw[j] = v
+        for r in range(block + 1):
+            top = -np.inf
+            for j in range(start[r], start[r + 1]):
+                if lw[j] > top:
+                    top = lw[j]
+            acc = 0.0
+            for j in range(start[r], start[r + 1]):
+                if top > -np.inf:
+                    acc += np.exp(lw[j] - top)
+                cdf[b, j] = acc
+    return cdf
 
 
 @numba.njit(**_JIT)
 def sample_descent_blocks(root_counts, order, left, right, up, offset, length, block_node0, block, tab,
-                          leaf_vec, n_out, state):
+                          masks, start, n_out, state):
     """Like :func:`sample_descent`, but stops at blocks of ``block`` leaves (node ids
-    ``block_node0 + j`` cover leaves ``j*block ..``) and draws each block's leaves one by one from
-    ``P(y_i = 1 | r on among leaves i..) = q_i(1) T_{i+1}(r - 1) / (q_i(0) T_{i+1}(r) + q_i(1) T_{i+1}(r - 1))``
-    (exact; one uniform per undetermined leaf). ``order`` lists the internal nodes above the
-    blocks, parents first. Returns (S, n_out) uint8.
+    ``block_node0 + j`` cover leaves ``j*block ..``) and draws each block's configuration given its
+    count r in one step from the CDF ``tab`` over the configurations with r leaves on
+    (:func:`block_config_cdfs`). ``order`` lists the internal nodes above the blocks, parents
+    first. Returns (S, n_out) uint8.
     """
     n_samples = root_counts.shape[0]
     n_nodes = left.shape[0]
@@ -305,27 +314,30 @@ def sample_descent_blocks(root_counts, order, left, right, up, offset, length, b
     cache_n = np.zeros(cache_base[n_nodes], dtype=np.int64)
     buf = np.empty(1 << 16)
     used = 0
-    chunk = 64
-    counts = np.zeros((n_nodes, chunk), dtype=np.int32)
+    chunk = 512  # samples per sweep: a node's split CDFs are reused by all of them while hot
+    counts = np.zeros((n_nodes - block_node0, chunk), dtype=np.int32)  # nodes from the blocks up
     for c0 in range(0, n_samples, chunk):
         m = min(chunk, n_samples - c0)
         root = order[0] if order.shape[0] > 0 else block_node0
         for s in range(m):
-            counts[root, s] = root_counts[c0 + s]
+            counts[root - block_node0, s] = root_counts[c0 + s]
         for q in range(order.shape[0]):
             v = order[q]
             lv = left[v]
             rv = right[v]
             full = length[v] - 1
+            vv = v - block_node0
+            li = lv - block_node0
+            ri = rv - block_node0
             for s in range(m):
-                c = counts[v, s]
+                c = counts[vv, s]
                 if c == 0:
-                    counts[lv, s] = 0
-                    counts[rv, s] = 0
+                    counts[li, s] = 0
+                    counts[ri, s] = 0
                     continue
                 if c == full:
-                    counts[lv, s] = length[lv] - 1
-                    counts[rv, s] = length[rv] - 1
+                    counts[li, s] = length[lv] - 1
+                    counts[ri, s] = length[rv] - 1
                     continue
                 slot = cache_base[v] + c
                 if cache_pos[slot] < 0:
@@ -351,27 +363,28 @@ def sample_descent_blocks(root_counts, order, left, right, up, offset, length, b
                     else:
                         a = mid + 1
                 j = cache_lo[slot] + a
-                counts[lv, s] = j
-                counts[rv, s] = c - j
-        # block-major: one block's table stays in cache while the chunk's samples use it
+                counts[li, s] = j
+                counts[ri, s] = c - j
+        # block-major: one block's table stays in cache while the chunk's samples use it; each
+        # block's configuration is one draw from the CDF over configurations with its count
         for bk in range(n_blocks):
             base = bk * block
             for s in range(m):
                 row = c0 + s
-                r = counts[block_node0 + bk, s]
+                r = counts[bk, s]
+                if r == 0:
+                    continue
+                lo = start[r]
+                hi = start[r + 1] - 1
+                target = _uniform(state) * tab[bk, hi]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if tab[bk, mid] > target:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                msk = masks[lo]
                 for i in range(block):
-                    leaf = base + i
-                    if r == 0:
-                        break
-                    if r == block - i:  # all remaining leaves are on
-                        for i2 in range(i, block):
-                            if base + i2 < n_out:
-                                out[row, base + i2] = 1
-                        break
-                    w1 = leaf_vec[leaf, 1] * tab[bk, i + 1, r - 1]
-                    w0 = leaf_vec[leaf, 0] * tab[bk, i + 1, r]
-                    if _uniform(state) * (w0 + w1) < w1:
-                        if leaf < n_out:
-                            out[row, leaf] = 1
-                        r -= 1
+                    if (msk >> i) & 1 and base + i < n_out:
+                        out[row, base + i] = 1
     return out
