@@ -53,6 +53,55 @@ def corr_direct_batch(a, b, width):
 
 
 @numba.njit(**_JIT)
+def clean_normalize_rows(x, noise):
+    """In place: zero entries below ``noise`` times the row maximum (and negatives), divide each
+    row by its maximum; return the log of the maxima (``-inf`` for an all-zero row, left as is)."""
+    n, w = x.shape
+    logmax = np.empty(n)
+    for r in range(n):
+        mx = 0.0
+        for j in range(w):
+            if x[r, j] > mx:
+                mx = x[r, j]
+        if mx > 0.0:
+            floor = noise * mx
+            inv = 1.0 / mx
+            for j in range(w):
+                v = x[r, j]
+                x[r, j] = v * inv if v >= floor else 0.0
+            logmax[r] = np.log(mx)
+        else:
+            for j in range(w):
+                x[r, j] = 0.0
+            logmax[r] = -np.inf
+    return logmax
+
+
+@numba.njit(**_JIT)
+def corr_children_direct(a, up):
+    """Downward messages of both children of every parent, interleaved like ``up``.
+
+    ``out[2r, j] = sum_i a[r, j + i] up[2r + 1, i]`` and ``out[2r + 1, j] = sum_i a[r, j + i]
+    up[2r, i]`` for ``j < up.shape[1]`` (a : (R, 2w - 1), up : (2R, w)).
+    """
+    n_par, wa = a.shape
+    w = up.shape[1]
+    out = np.zeros((2 * n_par, w))
+    for r in range(n_par):
+        for j in range(w):
+            sl = 0.0
+            sr = 0.0
+            top = min(w, wa - j)
+            for i in range(top):
+                aj = a[r, j + i]
+                sl += aj * up[2 * r + 1, i]
+                sr += aj * up[2 * r, i]
+            out[2 * r, j] = sl
+            out[2 * r + 1, j] = sr
+    return out
+
+
+@numba.njit(**_JIT)
 def maxplus_conv_batch(a, b):
     """Row-wise max-plus convolution in log space: ``out[r, k] = max_j a[r, j] + b[r, k - j]``."""
     n, m = a.shape

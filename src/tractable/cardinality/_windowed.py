@@ -18,7 +18,7 @@ import numpy as np
 import scipy.fft as sfft
 
 from ._balanced import _WORKERS, Balanced
-from ._kernels import conv_direct_batch, corr_direct_batch
+from ._kernels import clean_normalize_rows, conv_direct_batch, corr_children_direct
 
 _NOISE = 1e-14
 
@@ -75,7 +75,6 @@ class Windowed(Balanced):
                 x[:, :nfft] = sfft.irfft(fl[0::2] * fl[1::2], n=nfft, axis=1, workers=_WORKERS)
                 x[:, 0] = a[0::2, 0] * a[1::2, 0]
                 x[:, nfft] = a[0::2, wc - 1] * a[1::2, wc - 1]
-                x[x < _NOISE * x.max(axis=1, keepdims=True)] = 0.0
             # structural zeros: counts above a node's number of real leaves
             rows = np.arange(x.shape[0])
             size = np.clip(n - rows * (1 << h), 0, 1 << h)
@@ -83,14 +82,15 @@ class Windowed(Balanced):
             if part.size:
                 cols = lo[part, None] + np.arange(x.shape[1])[None, :]
                 x[part] = np.where(cols > size[part, None], 0.0, x[part])
+            logmax = clean_normalize_rows(x, _NOISE if self._use_fft(wc) else 0.0)
+            if not np.all(logmax > -np.inf):
+                raise ValueError("no configuration has non-zero probability.")
             if self._use_fft(wc):
                 x, lo = _trim(x, lo)
-            mx = x.max(axis=1)
-            x /= mx[:, None]
             self.vec.append(x)
             self.lo.append(lo)
             sc = self.scale[h - 1]
-            self.scale.append(sc[0::2] + sc[1::2] + np.log(mx))
+            self.scale.append(sc[0::2] + sc[1::2] + logmax)
 
     @property
     def root(self) -> np.ndarray:
@@ -121,14 +121,16 @@ class Windowed(Balanced):
             ll, lr = lo_c[0::2], lo_c[1::2]
             # a_shift(m) = a(lo_l + lo_r - lo_a + m), m = 0 .. 2 wc - 2 (zero outside a's window)
             delta = ll + lr - self.lo[h]
-            idx = delta[:, None] + np.arange(2 * wc - 1)[None, :]
-            ok = (idx >= 0) & (idx < a.shape[1])
-            ash = np.where(ok, np.take_along_axis(a, np.clip(idx, 0, a.shape[1] - 1), axis=1), 0.0)
-            ul, ur = up[0::2], up[1::2]
-            if not self._use_fft(wc):
-                x2 = corr_direct_batch(np.concatenate([ash, ash]), np.concatenate([ur, ul]), wc)
-                xl, xr = x2[:a.shape[0]], x2[a.shape[0]:]
+            if a.shape[1] == 2 * wc - 1 and not delta.any():
+                ash = a
             else:
+                idx = delta[:, None] + np.arange(2 * wc - 1)[None, :]
+                ok = (idx >= 0) & (idx < a.shape[1])
+                ash = np.where(ok, np.take_along_axis(a, np.clip(idx, 0, a.shape[1] - 1), axis=1), 0.0)
+            if not self._use_fft(wc):
+                x = corr_children_direct(np.ascontiguousarray(ash), up)
+            else:
+                ul, ur = up[0::2], up[1::2]
                 nfft = 2 * (wc - 1)
                 fa = sfft.rfft(ash, n=nfft, axis=1, workers=_WORKERS)  # entry nfft aliases: fixed below
                 fu = self._fft.get(h)
@@ -138,29 +140,16 @@ class Windowed(Balanced):
                 fl *= fa
                 fr = np.conj(fu[1::2])
                 fr *= fa
-                xl = np.empty((a.shape[0], wc))
-                xr = np.empty((a.shape[0], wc))
-                xl[:, :wc - 1] = sfft.irfft(fr, n=nfft, axis=1, workers=_WORKERS)[:, :wc - 1]
-                xr[:, :wc - 1] = sfft.irfft(fl, n=nfft, axis=1, workers=_WORKERS)[:, :wc - 1]
+                x = np.empty((2 * a.shape[0], wc))
+                x[0::2, :wc - 1] = sfft.irfft(fr, n=nfft, axis=1, workers=_WORKERS)[:, :wc - 1]
+                x[1::2, :wc - 1] = sfft.irfft(fl, n=nfft, axis=1, workers=_WORKERS)[:, :wc - 1]
                 tail = ash[:, wc - 1:]
-                xl[:, wc - 1] = np.einsum("ij,ij->i", tail, ur)
-                xr[:, wc - 1] = np.einsum("ij,ij->i", tail, ul)
-                for y in (xl, xr):
-                    y[y < _NOISE * y.max(axis=1, keepdims=True)] = 0.0
-                    np.maximum(y, 0.0, out=y)
-            x = np.empty((2 * a.shape[0], wc))
-            x[0::2] = xl
-            x[1::2] = xr
+                x[0::2, wc - 1] = np.einsum("ij,ij->i", tail, ur)
+                x[1::2, wc - 1] = np.einsum("ij,ij->i", tail, ul)
             sc = np.empty(2 * a.shape[0])
             sup = self.scale[h - 1]
             sc[0::2] = sa + sup[1::2]
             sc[1::2] = sa + sup[0::2]
-            mxr = x.max(axis=1)
-            zero = ~(mxr > 0)
-            mxr[zero] = 1.0
-            x /= mxr[:, None]
-            with np.errstate(divide="ignore"):
-                sa = sc + np.log(mxr)
-            sa[zero] = -np.inf
+            sa = sc + clean_normalize_rows(x, _NOISE if self._use_fft(wc) else 0.0)
             a = x
         return a[:self.n], sa[:self.n]

@@ -84,7 +84,7 @@ class _Problem:
         return out
 
 
-def _tilt_for(theta: np.ndarray, k: int) -> float:
+def _tilt_for(theta: np.ndarray, k: int, guess: float | None = None) -> float:
     """Tilt t with sum_d sigmoid(theta_d - t) = k (the tilted count distribution has mode k).
 
     Newton steps from a rough start (the function is monotone in t), with ``brentq`` as the
@@ -96,7 +96,7 @@ def _tilt_for(theta: np.ndarray, k: int) -> float:
     if k >= n:
         return float(theta.min()) - 40.0
     lo, hi = float(theta.min()) - 40.0, float(theta.max()) + 40.0
-    t = float(np.mean(theta) - np.log(k / (n - k)))
+    t = float(np.mean(theta) - np.log(k / (n - k))) if guess is None else min(max(guess, lo), hi)
     for _ in range(25):
         p = expit(theta - t)
         g = p.sum() - k
@@ -109,7 +109,7 @@ def _tilt_for(theta: np.ndarray, k: int) -> float:
     return brentq(lambda t: expit(theta - t).sum() - k, lo, hi, xtol=1e-12, rtol=1e-15)
 
 
-def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
+def _initial_target(theta: np.ndarray, f: np.ndarray):
     """Approximate mode of the posterior count, from a saddle-point approximation of log W(k).
 
     ``W(k) = sum_{|y|=k} exp(theta . y)``; with ``K(t) = sum_d log(1 + exp(theta_d - t))`` and the
@@ -129,6 +129,7 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
     ks = np.arange(n + 1)
     n_grid = 128 if n > 256 else 48
     ts = np.linspace(lo - 12.0, hi + 12.0, n_grid)
+    target, guess = int(np.argmax(f)), None
     for _ in range(3):  # zoom in around the best tilt: the approximation is interpolated in t
         z = vals[None, :] - ts[:, None]
         p = expit(z)
@@ -145,8 +146,9 @@ def _initial_target(theta: np.ndarray, f: np.ndarray) -> int:
             score = np.where(inside, f + approx, -np.inf)
         target = int(np.argmax(score))
         i = int(np.argmin(np.abs(m - target)))
+        guess = float(np.interp(target, m[order], ts[order]))
         ts = np.linspace(ts[max(i - 2, 0)], ts[min(i + 2, ts.shape[0] - 1)], n_grid // 2)
-    return target
+    return target, guess
 
 
 class _Pass:
@@ -211,8 +213,8 @@ def _locate(prob: _Problem, method: str, crossover: int, dense: bool = False):
     passes: list[_Pass] = []
     best_r = np.zeros(n + 1)
     owner = np.full(n + 1, -1)
-    target = _initial_target(theta, f)
-    tilt = _tilt_for(theta, target)
+    target, guess = _initial_target(theta, f)
+    tilt = _tilt_for(theta, target, guess)
     neg = _NEGLIGIBLE + np.log(n + 1.0)
     for _ in range(_MAX_PASSES):
         p = _Pass(theta, tilt, method, crossover, target, dense)
