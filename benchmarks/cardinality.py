@@ -149,7 +149,7 @@ def main() -> None:
                " are noisy."),
     )
     if args.quick:
-        times = sweep(rec, [10, 12, 14], repeat=3)
+        times = sweep(rec, [10, 11, 12], repeat=3)
         sampling(rec, 2**12, 1000)
     else:
         times = sweep(rec, list(range(10, 21)), repeat=3)
