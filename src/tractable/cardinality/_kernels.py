@@ -343,6 +343,61 @@ def block_config_cdfs(leaf_vec, block, masks, start):
 
 
 @numba.njit(**_JIT)
+def _split_stats(up, off_l, len_l, off_r, len_r, c):
+    """Total weight and mode of the split of count ``c``: weights up_l(j) up_r(c - j), j in [lo, hi].
+
+    Returns (total, mode, lo, hi).
+    """
+    lo = max(0, c - (len_r - 1))
+    hi = min(c, len_l - 1)
+    total = 0.0
+    best = -1.0
+    mode = lo
+    for j in range(lo, hi + 1):
+        w = up[off_l + j] * up[off_r + c - j]
+        total += w
+        if w > best:
+            best = w
+            mode = j
+    return total, mode, lo, hi
+
+
+@numba.njit(inline="always", cache=True)
+def _split_walk(up, off_l, off_r, lo, hi, c, mode, target):
+    """Inversion sampling of the split: the first j whose cumulative weight exceeds ``target``.
+
+    The weights are visited from the mode outwards, always taking the larger of the two frontier
+    weights. Any fixed visiting order gives an exact inversion sampler; this one visits the weights
+    in decreasing order when they are unimodal (as for log-concave children messages), so the
+    expected number of steps is of the order of the split's standard deviation instead of the
+    node's size. If rounding leaves ``target`` unreached, the last visited index is returned (an
+    error of the order of one ulp of the total).
+    """
+    j = mode
+    acc = up[off_l + j] * up[off_r + c - j]
+    if acc > target:
+        return j
+    a = mode - 1
+    b = mode + 1
+    wa = up[off_l + a] * up[off_r + c - a] if a >= lo else -1.0
+    wb = up[off_l + b] * up[off_r + c - b] if b <= hi else -1.0
+    while wa >= 0.0 or wb >= 0.0:
+        if wb >= wa:
+            acc += wb
+            j = b
+            b += 1
+            wb = up[off_l + b] * up[off_r + c - b] if b <= hi else -1.0
+        else:
+            acc += wa
+            j = a
+            a -= 1
+            wa = up[off_l + a] * up[off_r + c - a] if a >= lo else -1.0
+        if acc > target:
+            return j
+    return j
+
+
+@numba.njit(**_JIT)
 def sample_descent_blocks(root_counts, order, left, right, up, offset, length, block_node0, block, tab,
                           masks, start, n_out, state):
     """Like :func:`sample_descent`, but stops at blocks of ``block`` leaves (node ids
@@ -358,12 +413,10 @@ def sample_descent_blocks(root_counts, order, left, right, up, offset, length, b
     cache_base = np.zeros(n_nodes + 1, dtype=np.int64)
     for v in range(n_nodes):
         cache_base[v + 1] = cache_base[v] + (length[v] if left[v] >= 0 else 0)
-    cache_pos = np.full(cache_base[n_nodes], -1, dtype=np.int64)
-    cache_lo = np.zeros(cache_base[n_nodes], dtype=np.int64)
-    cache_n = np.zeros(cache_base[n_nodes], dtype=np.int64)
-    buf = np.empty(1 << 16)
-    used = 0
-    chunk = 512  # samples per sweep: a node's split CDFs are reused by all of them while hot
+    # per (node, parent count): total weight and mode of the split, computed on first use
+    cache_mode = np.full(cache_base[n_nodes], -1, dtype=np.int64)
+    cache_total = np.zeros(cache_base[n_nodes])
+    chunk = 512  # samples per sweep: a node's messages stay in cache while all of them use it
     counts = np.zeros((n_nodes - block_node0, chunk), dtype=np.int32)  # nodes from the blocks up
     for c0 in range(0, n_samples, chunk):
         m = min(chunk, n_samples - c0)
@@ -389,29 +442,14 @@ def sample_descent_blocks(root_counts, order, left, right, up, offset, length, b
                     counts[ri, s] = length[rv] - 1
                     continue
                 slot = cache_base[v] + c
-                if cache_pos[slot] < 0:
-                    need = min(c, length[lv] - 1) + 1
-                    if used + need > buf.shape[0]:
-                        nb = np.empty(max(2 * buf.shape[0], used + need))
-                        nb[:used] = buf[:used]
-                        buf = nb
-                    lo, n = _split_cdf(up, offset[lv], length[lv], offset[rv], length[rv], c, buf, used)
-                    cache_pos[slot] = used
-                    cache_lo[slot] = lo
-                    cache_n[slot] = n
-                    used += n
-                pos = cache_pos[slot]
-                n = cache_n[slot]
-                target = _uniform(state) * buf[pos + n - 1]
-                a = 0
-                b = n - 1
-                while a < b:
-                    mid = (a + b) // 2
-                    if buf[pos + mid] > target:
-                        b = mid
-                    else:
-                        a = mid + 1
-                j = cache_lo[slot] + a
+                if cache_mode[slot] < 0:
+                    total, mode, lo, hi = _split_stats(up, offset[lv], length[lv], offset[rv], length[rv], c)
+                    cache_total[slot] = total
+                    cache_mode[slot] = mode
+                lo = max(0, c - (length[rv] - 1))
+                hi = min(c, length[lv] - 1)
+                target = _uniform(state) * cache_total[slot]
+                j = _split_walk(up, offset[lv], offset[rv], lo, hi, c, cache_mode[slot], target)
                 counts[li, s] = j
                 counts[ri, s] = c - j
         # block-major: one block's table stays in cache while the chunk's samples use it; each
