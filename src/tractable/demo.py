@@ -16,6 +16,7 @@ __all__ = ["DEMOS", "collect_rows", "format_table", "run_demo"]
 DEMOS: list[tuple[str, str]] = [
     ("exact inference", "tractable.exact:demo_rows"),
     ("clique MAP", "tractable.clique._demo:demo_rows"),
+    ("cardinality", "tractable.cardinality._demo:demo_rows"),
 ]
 
 
