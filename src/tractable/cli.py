@@ -19,6 +19,7 @@ __all__ = ["main", "SUBCOMMANDS"]
 SUBCOMMANDS: list[str] = [
     "tractable._cli_solve:register",
     "tractable.clique._cli:register",
+    "tractable.hlmrf._cli:register",
 ]
 
 

@@ -17,6 +17,7 @@ DEMOS: list[tuple[str, str]] = [
     ("exact inference", "tractable.exact:demo_rows"),
     ("clique MAP", "tractable.clique._demo:demo_rows"),
     ("cardinality", "tractable.cardinality._demo:demo_rows"),
+    ("HL-MRF", "tractable.hlmrf._demo:demo_rows"),
 ]
 
 

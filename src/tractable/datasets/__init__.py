@@ -1,33 +1,13 @@
-"""Generators of the papers' synthetic benchmarks and loaders of real data sets.
+"""Generators of the papers' synthetic benchmarks and of random test models.
 
-Each generator lives in its own module and is loaded on first use, so that importing
-``tractable.datasets`` stays cheap.
+Each generator lives in a module of its own. The package imports the public functions eagerly, so
+that ``from tractable.datasets import clique_benchmark`` is always the function, even though a
+submodule of the same name exists (``tractable.datasets.clique_benchmark`` as an attribute would
+otherwise become the module once the submodule is imported).
 """
 
-from __future__ import annotations
+from .clique_benchmark import CLIQUE_KINDS, clique_benchmark
+from .factor_graphs import grid_factor_graph, random_factor_graph
+from .opinion_diffusion import opinion_diffusion
 
-import importlib
-
-#: public name -> module (relative to this package) that defines it
-_LAZY = {
-    "clique_benchmark": ".clique_benchmark",
-    "CLIQUE_KINDS": ".clique_benchmark",
-    "opinion_diffusion": ".opinion_diffusion",
-    "random_factor_graph": ".factor_graphs",
-    "grid_factor_graph": ".factor_graphs",
-}
-
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        # importing the submodule set the package attribute of the same name to the module: replace it
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__all__ = ["CLIQUE_KINDS", "clique_benchmark", "grid_factor_graph", "opinion_diffusion", "random_factor_graph"]

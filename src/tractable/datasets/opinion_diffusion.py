@@ -224,20 +224,3 @@ def opinion_diffusion(n_voters: int, *, squared: bool = False, rng=None):
     model.add_constraints(np.arange(0, 2 * n_kept + 1, 2), np.arange(2 * n_kept), np.ones(2 * n_kept), -1.0, "<=")
     model.network = network
     return model
-
-
-class _CallableModule(type(os)):
-    """This module, callable as :func:`opinion_diffusion`.
-
-    ``tractable.datasets`` exports ``opinion_diffusion`` lazily from a submodule of the same name;
-    once the submodule is imported, the package attribute is the module itself, so the module
-    forwards calls to the function.
-    """
-
-    def __call__(self, *args, **kwargs):
-        return opinion_diffusion(*args, **kwargs)
-
-
-import sys as _sys  # noqa: E402
-
-_sys.modules[__name__].__class__ = _CallableModule
