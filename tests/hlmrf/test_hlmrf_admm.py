@@ -157,13 +157,22 @@ def test_repair_restores_feasibility():
     model = opinion_diffusion(300, rng=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        r = solve(model, max_iter=30)
-        rep = solve(model, max_iter=30, repair=True)
+        r = solve(model, max_iter=30, constraints="local")
+        rep = solve(model, max_iter=30, repair=True, constraints="local")
     assert r.max_violation > 1e-3
     assert rep.max_violation <= 1e-12
     np.testing.assert_allclose(rep.x, project_feasible(model, r.x))
     # the exact projection moves the point no more than any other feasible point does, e.g. clip
     assert np.linalg.norm(rep.x - r.x) <= np.linalg.norm(np.clip(r.x, 0, 0.5) - r.x) + 1e-12
+
+
+def test_default_answers_are_feasible_when_constraints_are_disjoint():
+    model = opinion_diffusion(300, rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        r = solve(model, max_iter=30)
+    # "auto" projects the disjoint simplex constraints in the consensus step: feasible to rounding
+    assert r.max_violation <= 1e-12
 
 
 def test_repair_with_overlapping_constraints_uses_l1_projection():

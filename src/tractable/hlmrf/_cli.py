@@ -22,8 +22,8 @@ def register(subparsers) -> None:
     p.add_argument("--eps-rel", type=float, default=1e-3, help="ADMM relative tolerance (default 1e-3)")
     p.add_argument("--max-iter", type=int, default=25_000, help="ADMM iteration budget (default 25000)")
     p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="stop after this long")
-    p.add_argument("--constraints", default="local", choices=["local", "consensus", "auto"],
-                   help="ADMM handling of constraints (see tractable.hlmrf.solve; default local)")
+    p.add_argument("--constraints", default="auto", choices=["auto", "local", "consensus"],
+                   help="ADMM handling of constraints (see tractable.hlmrf.solve; default auto)")
     p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", metavar="FILE",

@@ -42,7 +42,7 @@ def solve(
     progress: bool = False,
     adaptive_rho: bool = False,
     over_relaxation: float = 1.0,
-    constraints: str = "local",
+    constraints: str = "auto",
     parallel: bool = False,
     repair: bool = False,
 ) -> MPEResult:
@@ -83,14 +83,15 @@ def solve(
     over_relaxation : float
         ``alpha`` in (0, 2): the consensus and multiplier updates use ``alpha x + (1 - alpha) z``
         (Boyd et al. 2011, Sec. 3.4.3); 1 is plain ADMM.
-    constraints : {"local", "consensus", "auto"}
+    constraints : {"auto", "local", "consensus"}, default "auto"
         ADMM's treatment of the hard constraints. ``"local"``: as in the paper, every constraint has
         local copies and its update is a projection (iterates are feasible only in the limit).
         ``"consensus"``: constraints whose variables are pairwise disjoint (such as the simplex
         constraints ``X_L + X_C <= 1`` of PSL's functional predicates) join the box in the consensus
         step, which becomes a weighted projection onto box ∩ constraints; every iterate is then
         feasible, and it is still exact ADMM. Raises ``ValueError`` when two constraints share a
-        variable. ``"auto"``: ``"consensus"`` when the constraints are disjoint, else ``"local"``.
+        variable. ``"auto"`` (the default): ``"consensus"`` when the constraints are disjoint, else
+        ``"local"``, so that answers are feasible without repair whenever the model allows it.
     parallel : bool
         Run the ADMM iterations on all of numba's threads (``numba.set_num_threads`` limits them);
         the iterates are those of the one-thread kernel up to the summation order of the residuals.
