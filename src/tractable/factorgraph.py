@@ -11,6 +11,7 @@ only need a dense table call :meth:`Factor.to_table`; algorithms that exploit a 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -20,7 +21,7 @@ from ._validate import as_float_array, as_index_array, check_int
 __all__ = ["Factor", "FactorGraph", "TableFactor", "CardinalityFactor"]
 
 
-class Factor:
+class Factor(ABC):
     """Base class of all factors: a log-potential over a tuple of distinct variables.
 
     Subclasses implement :meth:`to_table`, :meth:`evaluate`, :meth:`condition` and
@@ -29,10 +30,11 @@ class Factor:
 
     variables: np.ndarray
 
+    @abstractmethod
     def to_table(self) -> np.ndarray:
         """Dense log-potential table with one axis per variable of :attr:`variables`."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
+    @abstractmethod
     def evaluate(self, values: np.ndarray) -> np.ndarray:
         """Log-potential of a batch of local assignments.
 
@@ -45,23 +47,22 @@ class Factor:
         -------
         ndarray of shape (batch,)
         """
-        raise NotImplementedError  # pragma: no cover - abstract
 
+    @abstractmethod
     def condition(self, evidence: Mapping[int, int]) -> Factor | float:
         """The factor with the variables in ``evidence`` fixed.
 
         Returns a new factor over the remaining variables, or a float (the log-potential value)
         when every variable is fixed.
         """
-        raise NotImplementedError  # pragma: no cover - abstract
 
+    @abstractmethod
     def check_cardinalities(self, cardinalities: np.ndarray) -> None:
         """Raise ``ValueError`` if the factor does not fit variables of these cardinalities."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
+    @abstractmethod
     def relabel(self, mapping: np.ndarray) -> Factor:
         """The same factor over renumbered variables: variable ``v`` becomes ``mapping[v]``."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
     def __len__(self) -> int:
         return len(self.variables)

@@ -21,6 +21,8 @@ References
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 from scipy.special import xlogy
 
@@ -55,7 +57,7 @@ def _as_counts(counts) -> np.ndarray:
     return c
 
 
-class CliquePotential:
+class CliquePotential(ABC):
     """Base class of the count-based clique potentials.
 
     Subclasses set ``family`` (``"sum"``, ``"max"``, ``"majority"`` or ``"general"``) and implement
@@ -84,7 +86,7 @@ class CliquePotential:
         out = np.asarray(self._value(c), dtype=np.float64)
         return float(out) if out.ndim == 0 else out
 
-    def check(self, n: int, m: int) -> None:
+    def check(self, n: int, m: int) -> None:  # noqa: B027 - a hook: most potentials accept any n, m
         """Raise ``ValueError`` unless the potential is defined for ``n`` nodes and ``m`` labels."""
 
     def table(self, n: int, m: int) -> np.ndarray:
@@ -99,11 +101,13 @@ class CliquePotential:
         """Family code used by the compiled kernels."""
         return {"sum": SUM, "max": MAX, "majority": MAJORITY}.get(self.family, GENERAL)
 
-    def _value(self, c: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _value(self, c: np.ndarray) -> np.ndarray:
+        """The potential on validated integer counts of shape ``(..., m)``."""
 
-    def _table(self, n: int, m: int) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _table(self, n: int, m: int) -> np.ndarray:
+        """Per-label functions of the SUM and MAX families (overridden there); see :meth:`table`."""
+        raise ValueError(f"`potential` {self!r} has no per-label table.")
 
 
 class _Scaled(CliquePotential):
