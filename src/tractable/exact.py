@@ -207,6 +207,20 @@ def _interaction_graph(fg: FactorGraph) -> list[set]:
 _HEURISTICS = ("auto", "min_fill", "weighted_min_fill", "min_weight", "min_degree")
 
 
+def _eliminate(adj: list[set], card: np.ndarray, v: int) -> int:
+    """Eliminate ``v`` from the interaction graph ``adj`` (connect its neighbours, drop it).
+
+    Returns the number of entries of the cluster table ``{v} ∪ neighbours(v)``.
+    """
+    nb = adj[v]
+    size = int(card[v]) * int(np.prod([int(card[u]) for u in nb], dtype=object))
+    for a in nb:
+        adj[a].update(u for u in nb if u != a)
+        adj[a].discard(v)
+    adj[v] = set()
+    return size
+
+
 def _greedy_order(adj: list[set], card: np.ndarray, heuristic: str) -> tuple[list[int], int, int]:
     logc = np.log2(card.astype(np.float64))
 
@@ -229,14 +243,9 @@ def _greedy_order(adj: list[set], card: np.ndarray, heuristic: str) -> tuple[lis
     total = 0
     while remaining:
         v = min(remaining, key=cost)
-        nb = adj[v]
-        size = int(card[v]) * int(np.prod([int(card[u]) for u in nb], dtype=object)) if nb else int(card[v])
+        size = _eliminate(adj, card, v)
         biggest = max(biggest, size)
         total += size
-        for a in nb:
-            adj[a].update(u for u in nb if u != a)
-            adj[a].discard(v)
-        adj[v] = set()
         remaining.remove(v)
         order.append(v)
     return order, biggest, total
@@ -415,17 +424,8 @@ def variable_elimination(
 
 
 def _largest_cluster(fg: FactorGraph, order: list[int]) -> int:
-    card = fg.cardinalities
     adj = _interaction_graph(fg)
-    biggest = 1
-    for v in order:
-        nb = adj[v]
-        biggest = max(biggest, int(card[v]) * int(np.prod([int(card[u]) for u in nb], dtype=object)))
-        for a in nb:
-            adj[a].update(u for u in nb if u != a)
-            adj[a].discard(v)
-        adj[v] = set()
-    return biggest
+    return max([1] + [_eliminate(adj, fg.cardinalities, v) for v in order])
 
 
 # --------------------------------------------------------------------------- dispatch
