@@ -34,22 +34,7 @@ class Balanced:
     """Upward messages of the balanced tree over ``n`` leaves (padded to a power of two)."""
 
     def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = 48):
-        n = leaf_logw.shape[0]
-        self.n = n
-        n_levels = max(0, int(np.ceil(np.log2(n)))) if n > 1 else 0
-        self.n_levels = n_levels
-        pad = 1 << n_levels
-        self.method = method
-        self.crossover = crossover
-        m = leaf_logw.max(axis=1)
-        v0 = np.zeros((pad, 2))
-        v0[:, 0] = 1.0
-        v0[:n] = np.exp(leaf_logw - m[:, None])
-        s0 = np.zeros(pad)
-        s0[:n] = m
-        self.vec = [v0]
-        self.scale = [s0]
-        self._fft = {}  # rfft of level h - 1 at length 2^h, reused by the downward pass
+        n, n_levels = self._init_leaves(leaf_logw, method, crossover)
         self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))
         for h in range(1, n_levels + 1):
             a = self.vec[h - 1]
@@ -66,6 +51,27 @@ class Balanced:
             self.vec.append(x)
             sc = self.scale[h - 1]
             self.scale.append(sc[0::2] + sc[1::2] + np.log(mx))
+
+    def _init_leaves(self, leaf_logw: np.ndarray, method: str, crossover: int) -> tuple[int, int]:
+        """Level 0: the ``n`` leaf messages (normalized, with log scales), padded with always-off
+        leaves to ``2^n_levels``. Returns ``(n, n_levels)``."""
+        n = leaf_logw.shape[0]
+        self.n = n
+        n_levels = max(0, int(np.ceil(np.log2(n)))) if n > 1 else 0
+        self.n_levels = n_levels
+        pad = 1 << n_levels
+        self.method = method
+        self.crossover = crossover
+        m = leaf_logw.max(axis=1)
+        v0 = np.zeros((pad, 2))
+        v0[:, 0] = 1.0
+        v0[:n] = np.exp(leaf_logw - m[:, None])
+        s0 = np.zeros(pad)
+        s0[:n] = m
+        self.vec = [v0]
+        self.scale = [s0]
+        self._fft = {}  # rfft of level h - 1 at length 2^h, reused by the downward pass
+        return n, n_levels
 
     def _use_fft(self, width: int) -> bool:
         return self.method == "fft" or (self.method == "auto" and width > self.crossover)

@@ -42,23 +42,8 @@ class Windowed(Balanced):
     """Upward messages on windows; :meth:`downward` returns messages into the leaves."""
 
     def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = 48):
-        n = leaf_logw.shape[0]
-        self.n = n
-        n_levels = max(0, int(np.ceil(np.log2(n)))) if n > 1 else 0
-        self.n_levels = n_levels
-        pad = 1 << n_levels
-        self.method = method
-        self.crossover = crossover
-        m = leaf_logw.max(axis=1)
-        v0 = np.zeros((pad, 2))
-        v0[:, 0] = 1.0
-        v0[:n] = np.exp(leaf_logw - m[:, None])
-        s0 = np.zeros(pad)
-        s0[:n] = m
-        self.vec = [v0]
-        self.scale = [s0]
-        self.lo = [np.zeros(pad, dtype=np.int64)]
-        self._fft = {}
+        n, n_levels = self._init_leaves(leaf_logw, method, crossover)
+        self.lo = [np.zeros(1 << n_levels, dtype=np.int64)]
         self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))
         for h in range(1, n_levels + 1):
             a = self.vec[h - 1]
