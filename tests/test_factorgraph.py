@@ -90,3 +90,17 @@ def test_cardinality_factor_table_matches_counts():
 def test_bad_input_messages(build, exc, message):
     with pytest.raises(exc, match=re.escape(message)):
         build()
+
+
+def test_evidence_type_errors():
+    fg = small_graph()
+    with pytest.raises(TypeError, match=re.escape("`evidence` must be a dict {variable: state}; got list.")):
+        fg.condition([0, 1])
+    with pytest.raises(TypeError, match=re.escape("`evidence` state of variable 'a' must be an integer; got 0.5.")):
+        fg.condition({"a": 0.5})
+    with pytest.raises(TypeError, match=re.escape("a variable must be given by index or name; got 1.5.")):
+        fg.condition({1.5: 0})
+    with pytest.raises(ValueError, match=re.escape("`names` must have one name per variable (3); got 2.")):
+        FactorGraph([2, 2, 2], names=["a", "b"])
+    with pytest.raises(ValueError, match=re.escape("`names` must be distinct.")):
+        FactorGraph([2, 2], names=["a", "a"])

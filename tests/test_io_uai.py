@@ -156,3 +156,14 @@ def test_malformed_evidence(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ValueError, match=re.escape(message)):
         read_evidence(path, fg)
+
+
+def test_writer_and_reader_errors(tmp_path):
+    fg = random_factor_graph(3, 2, rng=0)
+    with pytest.raises(ValueError, match=re.escape("`network_type` must be 'MARKOV' or 'BAYES'; got 'MRF'.")):
+        write_uai(tmp_path / "x.uai", fg, network_type="MRF")
+    with pytest.raises(ValueError, match=re.escape("`fg` is not a Bayesian network")):
+        write_uai(tmp_path / "x.uai", fg, network_type="BAYES")
+    (tmp_path / "bin.uai").write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(ValueError, match=re.escape("not a text file")):
+        read_uai(tmp_path / "bin.uai")
