@@ -120,6 +120,15 @@ def test_map_ties_break_to_first_assignment():
     assert enumerate_map(fg).assignment.tolist() == [0, 0]
 
 
+@pytest.mark.parametrize("heuristic", ["auto", "min_fill", "weighted_min_fill", "min_weight", "min_degree"])
+def test_every_heuristic_gives_exact_results(heuristic):
+    fg = grid_factor_graph(3, 4, n_states=3, rng=2)
+    order, _ = elimination_order(fg, heuristic=heuristic)
+    ref = enumerate_marginals(fg)
+    res = variable_elimination(fg, order=order)
+    assert res.log_partition == pytest.approx(ref.log_partition, rel=1e-12)
+
+
 def test_min_fill_order_on_a_chain_keeps_tables_small():
     fg = FactorGraph([3] * 30)
     for v in range(29):
@@ -153,6 +162,7 @@ def test_inputs_are_not_mutated():
         (lambda fg: infer(fg, evidence={9: 0}), ValueError, "unknown variable 9"),
         (lambda fg: infer(fg, evidence={0: 5}), ValueError, "`evidence` gives variable 0 the state 5"),
         (lambda fg: enumerate_marginals("model"), TypeError, "`fg` must be a FactorGraph; got str."),
+        (lambda fg: elimination_order(fg, heuristic="fast"), ValueError, "`heuristic` must be one of 'auto',"),
     ],
 )
 def test_bad_input_messages(call, exc, message):
