@@ -1,4 +1,6 @@
-"""Independent oracles shared by the tests: brute-force loops written without the library's algorithms."""
+"""Independent oracles shared by every test folder: brute-force enumeration written without the library's
+algorithms. Importable as ``from _oracles import ...`` anywhere under ``tests/`` (``pythonpath`` in
+pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import itertools
 import math
 
 import numpy as np
+from scipy.special import logsumexp
 
 
 def brute_force(fg):
@@ -30,3 +33,63 @@ def brute_force(fg):
         for i, s in enumerate(a):
             marginals[i][s] += pa
     return log_z, marginals, best
+
+
+def brute_force_map(phi, potential):
+    """Best score and one best labelling of a clique over all ``m**n`` labellings (tiny cliques only)."""
+    phi = np.asarray(phi, dtype=np.float64)
+    n, m = phi.shape
+    Y = np.array(list(itertools.product(range(m), repeat=n)), dtype=np.int64).reshape(-1, n)
+    node = phi[np.arange(n), Y].sum(axis=1)
+    counts = (Y[:, :, None] == np.arange(m)).sum(axis=1)
+    total = node + np.asarray(potential(counts), dtype=np.float64)
+    i = int(np.argmax(total))
+    return float(total[i]), Y[i]
+
+
+class BinaryEnumeration:
+    """Every one of the ``2**n`` configurations of ``n`` binary variables with its probability.
+
+    The score is ``sum_d unary[d] y_d + count[sum(y)] + sum_e pairwise[e][y_u, y_v]
+    + sum_s subset_counts[s][sum(y[subsets[s]])]`` (any term may be left out).
+
+    Attributes
+    ----------
+    ys : ndarray of shape (2**n, n)
+        All configurations (lexicographic).
+    scores, p : ndarray of shape (2**n,)
+        Their scores and probabilities.
+    log_partition, best : float
+        ``log Z`` and the largest score.
+    p_on : ndarray of shape (n,)
+        ``P(y_d = 1)``.
+    marginals : ndarray of shape (n, 2)
+        ``[P(y_d = 0), P(y_d = 1)]``, the library's marginals shape.
+    count_marginals : ndarray of shape (n + 1,)
+        ``P(sum y = k)``.
+    """
+
+    def __init__(self, n, *, unary=None, count=None, edges=(), pairwise=(), subsets=(), subset_counts=()):
+        ys = np.array(list(itertools.product([0, 1], repeat=n)), dtype=np.int64).reshape(-1, n)
+        sc = np.zeros(ys.shape[0])
+        if unary is not None:
+            with np.errstate(invalid="ignore"):
+                sc = sc + np.where(ys == 1, np.asarray(unary, dtype=float), 0.0).sum(1)
+        if count is not None:
+            sc = sc + np.asarray(count, dtype=float)[ys.sum(1)]
+        for (u, v), pw in zip(edges, pairwise):
+            sc = sc + np.asarray(pw)[ys[:, u], ys[:, v]]
+        for s, f in zip(subsets, subset_counts):
+            sc = sc + np.asarray(f)[ys[:, list(s)].sum(1)]
+        self.ys, self.scores = ys, sc
+        self.log_partition = float(logsumexp(sc))
+        self.best = float(sc.max())
+        with np.errstate(invalid="ignore"):
+            self.p = np.exp(sc - self.log_partition)
+        self.p_on = self.p @ ys
+        self.marginals = np.stack([1.0 - self.p_on, self.p_on], axis=1)
+        self.count_marginals = np.bincount(ys.sum(1), weights=self.p, minlength=n + 1)
+
+    def subset_count_marginals(self, subsets):
+        """``P(sum y[s] = k)`` for each subset ``s``."""
+        return [np.bincount(self.ys[:, list(s)].sum(1), weights=self.p, minlength=len(s) + 1) for s in subsets]

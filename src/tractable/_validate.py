@@ -7,7 +7,7 @@ fails with a message that names the argument, says what was expected and shows w
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -15,11 +15,13 @@ __all__ = [
     "as_float_array",
     "as_index_array",
     "check_choice",
+    "check_options",
     "check_finite",
     "check_int",
     "check_positive",
     "check_rng",
     "check_shape",
+    "resolve_method",
 ]
 
 
@@ -142,6 +144,47 @@ def check_choice(value, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ValueError(f"`{name}` must be one of {', '.join(repr(c) for c in choices)}; got {value!r}.")
     return value
+
+
+def resolve_method(method, methods: Mapping[str, Callable], name: str = "method") -> Callable:
+    """Look ``method`` up in an area's dict of callables (the one way every ``method=`` is resolved).
+
+    Raises
+    ------
+    ValueError
+        ``method`` is not a key of ``methods``; the message lists the valid names.
+    """
+    try:
+        return methods[method]
+    except (KeyError, TypeError) as err:
+        valid = ", ".join(repr(k) for k in methods)
+        raise ValueError(f"`{name}` must be one of {valid}; got {_describe(method)}.") from err
+
+
+def check_options(method: str, options: Mapping[str, object], applicable: Sequence[str]) -> None:
+    """Reject options that the chosen method would ignore.
+
+    Parameters
+    ----------
+    method : str
+        The method's name, for the message.
+    options : mapping
+        The options the user set: name -> value, where ``None`` means "not given".
+    applicable : sequence of str
+        The option names that ``method`` uses.
+
+    Raises
+    ------
+    ValueError
+        An option other than ``applicable`` was given (not None); never dropped silently.
+    """
+    given = sorted(k for k, v in options.items() if v is not None and k not in applicable)
+    if given:
+        ok = ", ".join(f"`{k}`" for k in applicable) or "none"
+        raise ValueError(
+            f"{', '.join(f'`{k}`' for k in given)} do{'es' if len(given) == 1 else ''} not apply to "
+            f"`method`={method!r} (its options: {ok})."
+        )
 
 
 def check_rng(rng) -> np.random.Generator:
