@@ -8,15 +8,16 @@ the caller's :class:`numpy.random.Generator`, so the same ``rng`` gives the same
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ._numba import njit
 
 __all__ = ["streams", "uniform"]
 
 _U = np.uint64
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@njit(inline="always")
 def uniform(state):
     """xoroshiro128+ step: a uniform double in [0, 1) from the 2-word uint64 ``state`` (updated in place)."""
     s0 = state[0]
