@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+LINTED := src tests benchmarks examples
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-fast lint format bench bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,11 +21,26 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/tractable demo
 
+# the whole suite, slow tests included (what CI runs)
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
 
+# the tests not marked slow: the quick loop while editing
+test-fast: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# linter and formatter checks (no changes made)
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+# apply the formatter
+format: $(VENV)/.installed-test
+	$(BIN)/ruff format $(LINTED)
+
+# every benchmark at small sizes, results written to a temporary folder (CI's smoke run)
+bench-smoke: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/run_all.py --quick
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e ".[bench]"

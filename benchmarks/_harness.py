@@ -11,6 +11,9 @@ Usage in a benchmark script::
     rec = Recorder("cardinality", notes="what is compared, and the targets")
     rec.add(case="D=1024", ours_s=..., baseline_s=..., speedup=...)
     rec.save()          # appends to results/cardinality.json, regenerates RESULTS.md
+
+Set ``TRACTABLE_BENCH_OUT=<folder>`` to write the JSON files and RESULTS.md there instead (a smoke run, as
+CI's ``run_all.py --quick``, must not overwrite the recorded results).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESULTS_DIR = HERE / "results"
-RESULTS_MD = HERE / "RESULTS.md"
+_OUT = os.environ.get("TRACTABLE_BENCH_OUT")
+RESULTS_DIR = Path(_OUT) / "results" if _OUT else HERE / "results"
+RESULTS_MD = Path(_OUT) / "RESULTS.md" if _OUT else HERE / "RESULTS.md"
 
 
 def _cpu_name() -> str:

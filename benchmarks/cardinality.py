@@ -66,7 +66,7 @@ def sweep(rec: Recorder, exps, repeat: int) -> dict:
             if d <= CHAIN_MAX:
                 t_chain, ref = best_time(lambda t=theta, g=f: chain_marginals(t, g), repeat=1)
                 row.update(chain_s=t_chain, chain_over_ours=t_chain / t_ours,
-                           marg_rel_err=_rel(res.marginals, ref.marginals),
+                           marg_rel_err=_rel(res.p_on, ref.p_on),
                            count_abs_err=float(np.max(np.abs(res.count_marginals - ref.count_marginals))),
                            logz_err=abs(res.log_partition - ref.log_partition))
             if fname.startswith("0"):
@@ -121,13 +121,13 @@ def sampling(rec: Recorder, d: int, n: int) -> None:
     rng = np.random.default_rng(2)
     theta = rng.normal(0, 1, d)
     f = rng.normal(0, 1, d + 1)
-    sample(theta[:64], f[:65], 2, rng=0)  # compile
+    sample(theta[:64], f[:65], size=2, rng=0)  # compile
     t0 = time.perf_counter()
-    s = sample(theta, f, n, rng=0)
+    s = sample(theta, f, size=n, rng=0)
     t = time.perf_counter() - t0
     res = marginals(theta, f)
-    se = np.sqrt(res.marginals * (1 - res.marginals) / n)
-    z = float(np.max(np.abs(s.mean(0) - res.marginals) / np.maximum(se, 1e-12)))
+    se = np.sqrt(res.p_on * (1 - res.p_on) / n)
+    z = float(np.max(np.abs(s.mean(0) - res.p_on) / np.maximum(se, 1e-12)))
     rec.add(D=f"2^{int(np.log2(d))}", f="iid N(0,1)", task=f"{n} joint samples", ours_s=t,
             max_z_vs_exact_marginals=z)
 

@@ -59,10 +59,10 @@ def bench_network(name, models_dir, BIFReader, VariableElimination) -> dict:
     rng = np.random.default_rng(sum(map(ord, name)))
     sample = model.simulate(1, seed=int(rng.integers(2**31)), show_progress=False).iloc[0]
     observed = rng.choice(len(names), size=3, replace=False)
-    evidence = {int(v): fg.state_names[names[v]].index(sample[names[v]]) for v in observed}
-    pg_evidence = {names[v]: fg.state_names[names[v]][s] for v, s in evidence.items()}
+    evidence = {int(v): fg.state_names[v].index(sample[names[v]]) for v in observed}
+    pg_evidence = {names[v]: fg.state_names[v][s] for v, s in evidence.items()}
 
-    t_ours, res = best_time(lambda: infer(fg, "marginals", method="ve", evidence=evidence), repeat=3)
+    t_ours, res = best_time(lambda: infer(fg, "marginals", method="variable_elimination", evidence=evidence), repeat=3)
 
     def pgmpy_all():
         ve = VariableElimination(model)
@@ -72,7 +72,7 @@ def bench_network(name, models_dir, BIFReader, VariableElimination) -> dict:
     t_pg, factors = best_time(pgmpy_all, repeat=1 if name in ("hailfinder", "water", "win95pts") else 2)
     err = 0.0
     for v, f in factors.items():
-        ref = np.array([f.get_value(**{v: s}) for s in fg.state_names[v]])
+        ref = np.array([f.get_value(**{v: s}) for s in fg.state_names[names.index(v)]])
         err = max(err, float(np.max(np.abs(res.marginals[names.index(v)] - ref))))
     return dict(network=name, n_variables=fg.n_variables, ours_s=t_ours, pgmpy_s=t_pg, speedup=t_pg / t_ours,
                 max_abs_diff=err)

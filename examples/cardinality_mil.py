@@ -75,7 +75,7 @@ def fit(bags, labels, kind, par, reg=1e-2):
             rt = r1 if t else r0
             nll -= rt.log_partition - lz
             p1 = np.exp(r1.log_partition - lz)
-            g = rt.marginals - ((1 - p1) * r0.marginals + p1 * r1.marginals)
+            g = rt.p_on - ((1 - p1) * r0.p_on + p1 * r1.p_on)
             gw -= x.T @ g
             gb -= g.sum()
         return nll / len(bags) + 0.5 * reg * w @ w, np.r_[gw / len(bags), gb / len(bags)]
@@ -93,7 +93,7 @@ def evaluate(params, bags, labels, inst, kind, par):
         r0, r1 = marginals(theta, f0), marginals(theta, f1)
         t_hat = int(r1.log_partition > r0.log_partition)
         bag_err += t_hat != t
-        mu = r1.marginals if t_hat else r0.marginals  # instance labels given the predicted bag label
+        mu = r1.p_on if t_hat else r0.p_on  # P(instance on) given the predicted bag label
         inst_wrong += int(np.sum((mu > 0.5) != (y > 0.5)))
         inst_total += len(y)
     return bag_err / len(bags), inst_wrong / inst_total

@@ -17,8 +17,8 @@ for method in (alpha_pass, generalized_alpha_pass, alpha_expansion, icm):
     method(phi[:3, :2], pot)  # the first call loads the compiled kernels; time the second
 for method in (alpha_pass, generalized_alpha_pass, alpha_expansion, icm):
     res = method(phi, pot)
-    used = np.unique(res.labels).size
-    print(f"{res.method:24s} score {res.score:9.4f}  labels used {used:2d}  {res.time * 1e3:7.2f} ms")
+    used = np.unique(res.assignment).size
+    print(f"{res.method:24s} score {res.score:9.4f}  labels used {used:2d}  {res.status:9s} {res.time * 1e3:7.2f} ms")
 
 small = phi[:12, :3]
 opt = exact_clique_map(small, Potts(0.9 / 12))

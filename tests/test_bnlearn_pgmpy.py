@@ -41,7 +41,7 @@ def test_cli_marginals_match_pgmpy(tmp_path, name):
     # random evidence drawn from a forward sample so it has non-zero probability
     sample = model.simulate(1, seed=int(rng.integers(2**31)), show_progress=False).iloc[0]
     observed = rng.choice(len(names), size=min(3, len(names) - 1), replace=False)
-    evidence = {int(v): fg.state_names[names[v]].index(sample[names[v]]) for v in observed}
+    evidence = {int(v): fg.state_names[v].index(sample[names[v]]) for v in observed}
     write_uai(tmp_path / "net.uai", fg, network_type="BAYES")
     write_evidence(tmp_path / "net.evid", evidence)
     r = subprocess.run(
@@ -52,11 +52,11 @@ def test_cli_marginals_match_pgmpy(tmp_path, name):
     assert r.returncode == 0, r.stderr
     ours = read_mar(tmp_path / "net.MAR")
     ve = VariableElimination(model)
-    pg_evidence = {names[v]: fg.state_names[names[v]][s] for v, s in evidence.items()}
+    pg_evidence = {names[v]: fg.state_names[v][s] for v, s in evidence.items()}
     query = [v for v in names if v not in pg_evidence]
     for v in query:
         factor = ve.query([v], evidence=pg_evidence, show_progress=False)
-        ref = np.array([factor.get_value(**{v: s}) for s in fg.state_names[v]])
+        ref = np.array([factor.get_value(**{v: s}) for s in fg.state_names[names.index(v)]])
         # both are exact; the tables pass through a text file (repr floats) and different
         # summation orders, so 1e-11 leaves room for rounding only
         np.testing.assert_allclose(ours[names.index(v)], ref, atol=1e-11, err_msg=f"{name}:{v}")
@@ -67,4 +67,4 @@ def test_cli_marginals_match_pgmpy(tmp_path, name):
 def test_read_bif_keeps_names_and_states():
     fg = read_bif(os.path.join(MODELS_DIR, "asia.bif.gz"))
     assert fg.n_variables == 8 and "either" in fg.names
-    assert fg.state_names["asia"] == ["yes", "no"]
+    assert fg.state_names[fg.variable_index("asia")] == ("yes", "no")

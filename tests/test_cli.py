@@ -23,7 +23,7 @@ def test_solve_mar_map_pr_match_enumeration(tmp_path, capsys):
     write_evidence(tmp_path / "m.evid", {2: 1})
     sub = fg.condition({2: 1})
     ref = enumerate_marginals(sub)
-    for method in ("auto", "enumerate", "ve"):
+    for method in ("auto", "enumerate", "variable_elimination"):
         assert main(["solve", str(tmp_path / "m.uai"), "--evid", str(tmp_path / "m.evid"), "--task", "MAR",
                      "--method", method, "-o", str(tmp_path / "out.MAR")]) == 0
         marg = read_mar(tmp_path / "out.MAR")
@@ -77,3 +77,16 @@ def test_reads_files_with_crlf_tabs_and_split_tables(tmp_path, capsys):
     assert main(["solve", str(tmp_path / "w.uai"), "--task", "MAR"]) == 0
     nums = [float(x) for x in capsys.readouterr().out.split()[1:]]
     np.testing.assert_allclose(nums, [2, 2, 0.3, 0.7, 2, 0.4, 0.6], rtol=1e-14)
+
+
+def test_solve_rejects_options_its_method_does_not_use(tmp_path, capsys):
+    fg = random_factor_graph(3, 3, rng=0)
+    write_uai(tmp_path / "m.uai", fg)
+    assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "enumerate",
+                 "--max-table-size", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "`max_table_size` does not apply to `method`='enumerate'" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit):  # the old spelling is gone
+        main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "ve"])
+    assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "variable_elimination",
+                 "--max-table-size", "100"]) == 0

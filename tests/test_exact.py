@@ -5,10 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tractable
 from _oracles import brute_force
 from tractable import FactorGraph, TableFactor
 from tractable.datasets import grid_factor_graph, random_factor_graph
 from tractable.exact import (
+    METHODS,
+    ZeroPartitionError,
     elimination_order,
     enumerate_map,
     enumerate_marginals,
@@ -65,7 +68,7 @@ def test_evidence_matches_brute_force_on_conditioned_graph(fg, data):
         with pytest.raises(ValueError, match="no configuration"):
             infer(fg, evidence=evidence)
         return
-    for method in ("enumerate", "ve"):
+    for method in ("enumerate", "variable_elimination"):
         res = infer(fg, "marginals", method=method, evidence=evidence)
         assert res.log_partition == pytest.approx(log_z, abs=TOL, rel=TOL)
         for v in range(n):
@@ -158,7 +161,8 @@ def test_inputs_are_not_mutated():
     [
         (lambda fg: variable_elimination(fg, task="mar"), ValueError, "`task` must be one of 'marginals', 'map'"),
         (lambda fg: variable_elimination(fg, order=[0, 1]), ValueError, "`order` must list every variable"),
-        (lambda fg: infer(fg, method="bp"), ValueError, "`method` must be one of 'auto', 'enumerate', 've'"),
+        (lambda fg: infer(fg, method="bp"), ValueError,
+         "`method` must be one of 'auto', 'enumerate', 'variable_elimination'; got 'bp'."),
         (lambda fg: infer(fg, evidence={9: 0}), ValueError, "unknown variable 9"),
         (lambda fg: infer(fg, evidence={0: 5}), ValueError, "`evidence` gives variable 0 the state 5"),
         (lambda fg: enumerate_marginals("model"), TypeError, "`fg` must be a FactorGraph; got str."),
@@ -169,3 +173,110 @@ def test_bad_input_messages(call, exc, message):
     fg = random_factor_graph(4, 4, rng=0)
     with pytest.raises(exc, match=re.escape(message)):
         call(fg)
+
+
+def _small():
+    fg = FactorGraph([2, 2, 2])
+    fg.add_factor(TableFactor([0, 1], np.log([[1.0, 2.0], [3.0, 4.0]])))
+    fg.add_factor(TableFactor([1, 2], np.log([[1.0, 5.0], [2.0, 1.0]])))
+    return fg
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        enumerate_marginals,
+        lambda fg: variable_elimination(fg, "marginals"),
+        lambda fg: infer(fg, "marginals"),
+        lambda fg: infer(fg, "marginals", method="variable_elimination", evidence={1: 0}),
+    ],
+)
+def test_marginals_are_one_read_only_array_when_cardinalities_are_equal(run):
+    res = run(_small())
+    assert isinstance(res.marginals, np.ndarray) and res.marginals.shape == (3, 2)
+    assert (res.converged, res.n_iter, res.status) == (True, 0, "optimal")
+    assert res.message.startswith(f"{res.method}: exact solution")
+    with pytest.raises(ValueError, match="read-only"):
+        res.marginals[0][0] = 5
+    with pytest.raises(ValueError, match="read-only"):
+        res.marginals[:, 1] = 0.5
+    with pytest.raises(AttributeError):
+        res.marginals = None
+
+
+@pytest.mark.parametrize(
+    "run", [enumerate_map, lambda fg: variable_elimination(fg, "map"), lambda fg: infer(fg, "map", evidence={0: 1})]
+)
+def test_assignment_is_read_only(run):
+    res = run(_small())
+    assert res.assignment.dtype == np.int64 and res.status == "optimal"
+    with pytest.raises(ValueError, match="read-only"):
+        res.assignment[0] = 1
+
+
+@pytest.mark.parametrize("method", ["auto", "enumerate", "variable_elimination"])
+def test_marginals_are_a_tuple_when_cardinalities_differ(method):
+    fg = random_factor_graph(4, 5, max_cardinality=3, rng=1)
+    assert len(set(fg.cardinalities.tolist())) > 1
+    res = infer(fg, "marginals", method=method, evidence={0: 1})
+    assert isinstance(res.marginals, tuple) and len(res.marginals) == 4
+    assert [m.shape for m in res.marginals] == [(int(c),) for c in fg.cardinalities]
+    with pytest.raises(ValueError, match="read-only"):
+        res.marginals[1][0] = 5
+
+
+def test_method_reported_is_the_method_run():
+    fg = _small()
+    assert set(METHODS) == {"enumerate", "variable_elimination"}
+    for method in METHODS:
+        assert infer(fg, method=method).method == method
+        assert infer(fg, "map", method=method).method == method
+    assert infer(fg).method == "enumerate"  # 8 assignments <= enumerate_below
+    assert infer(fg, enumerate_below=4).method == "variable_elimination"
+    assert "picked by 'auto' for 8 assignments" in infer(fg).message
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(method="enumerate", max_table_size=100),
+         "`max_table_size` does not apply to `method`='enumerate' (its options: none)."),
+        (dict(method="variable_elimination", enumerate_below=100),
+         "`enumerate_below` does not apply to `method`='variable_elimination' (its options: `max_table_size`)."),
+        (dict(method="enumerate", enumerate_below=5, max_table_size=5),
+         "`enumerate_below`, `max_table_size` do not apply to `method`='enumerate'"),
+        (dict(method="ve"), "`method` must be one of 'auto', 'enumerate', 'variable_elimination'; got 've'."),
+    ],
+)
+def test_inapplicable_options_and_old_names_are_errors(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        infer(_small(), **kwargs)
+
+
+def test_options_are_keyword_only():
+    fg = _small()
+    with pytest.raises(TypeError):
+        infer(fg, "marginals", "enumerate")
+    with pytest.raises(TypeError):
+        variable_elimination(fg, "marginals", [0, 1, 2])
+    with pytest.raises(TypeError):
+        enumerate_marginals(fg, 100)
+    with pytest.raises(TypeError):
+        enumerate_map(fg, 100)
+    with pytest.raises(TypeError):
+        elimination_order(fg, "min_fill")
+
+
+def test_zero_partition_error_is_public_and_a_model_error():
+    assert tractable.ZeroPartitionError is ZeroPartitionError
+    assert issubclass(ZeroPartitionError, tractable.ModelError)
+    assert issubclass(tractable.ModelError, ValueError)
+    fg = _small()
+    fg.add_factor(TableFactor([2], np.array([0.0, -np.inf])))
+    infer(fg)  # state 0 of variable 2 is still possible
+    with pytest.raises(tractable.ZeroPartitionError, match="so the marginals are undefined"):
+        infer(fg, evidence={2: 1})  # evidence of probability zero
+    fg.add_factor(TableFactor([2], np.array([-np.inf, 0.0])))
+    for run in (enumerate_marginals, enumerate_map, variable_elimination, infer):
+        with pytest.raises(tractable.ZeroPartitionError, match="no configuration has non-zero probability"):
+            run(fg)

@@ -85,6 +85,19 @@ def test_cardinality_factor_table_matches_counts():
         (lambda: small_graph().score([0, 1]), ValueError, "`assignment` must have 3 entries per row"),
         (lambda: FactorGraph([3]).add_factor(CardinalityFactor([0], [0, 0])), ValueError,
          "a CardinalityFactor needs binary variables"),
+        (lambda: CardinalityFactor([0, 1], [0.0, 1.0]), ValueError,
+         "`log_potentials` must have shape (3,) (one entry per count 0..2); got (2,)."),
+        (lambda: FactorGraph([2], constant=np.nan), ValueError, "`constant` must be a real number or -inf; got nan."),
+        (lambda: FactorGraph([2], constant=np.inf), ValueError, "`constant` must be a real number or -inf; got inf."),
+        (lambda: FactorGraph([2], constant="a"), TypeError, "`constant` must be a real number or -inf; got 'a'."),
+        (lambda: FactorGraph([2, 3], state_names=[("a", "b")]), ValueError,
+         "`state_names` must have one entry per variable (2); got 1."),
+        (lambda: FactorGraph([2, 3], state_names=[("a", "b"), ("x", "y")]), ValueError,
+         "`state_names[1]` must name the 3 states of variable 1; got 2 names."),
+        (lambda: FactorGraph([2], state_names=[("a", "a")]), ValueError,
+         "`state_names[0]` must be distinct; got ['a', 'a']."),
+        (lambda: FactorGraph([2], state_names=["ab"]), TypeError, "`state_names[0]` must be a sequence of state names"),
+        (lambda: FactorGraph([2], state_names=[([1], [2])]), TypeError, "`state_names[0]` must contain hashable names"),
     ],
 )
 def test_bad_input_messages(build, exc, message):
@@ -104,3 +117,34 @@ def test_evidence_type_errors():
         FactorGraph([2, 2, 2], names=["a", "b"])
     with pytest.raises(ValueError, match=re.escape("`names` must be distinct.")):
         FactorGraph([2, 2], names=["a", "a"])
+
+
+def test_constant_is_read_only_and_never_nan():
+    fg = FactorGraph([2], constant=-np.inf)
+    assert fg.constant == -np.inf
+    with pytest.raises(AttributeError):
+        fg.constant = np.nan
+    sub = small_graph().condition({0: 1})
+    with pytest.raises(AttributeError):
+        sub.constant = 1.0
+    with pytest.raises(AttributeError):
+        sub.kept_variables = np.arange(2)
+    with pytest.raises(ValueError, match="read-only"):
+        sub.kept_variables[0] = 5
+
+
+def test_state_names_are_validated_read_only_and_kept_by_condition():
+    fg = FactorGraph([2, 3], names=["a", "b"], state_names=[["no", "yes"], ("lo", "mid", "hi")])
+    assert fg.state_names == (("no", "yes"), ("lo", "mid", "hi"))
+    assert FactorGraph([2]).state_names is None
+    with pytest.raises(AttributeError):
+        fg.state_names = None
+    assert fg.condition({"a": 1}).state_names == (("lo", "mid", "hi"),)
+    assert FactorGraph([2]).condition({}).state_names is None
+
+
+def test_cardinality_factor_keeps_its_log_potentials_read_only():
+    f = CardinalityFactor([0, 1], log_potentials=[0.0, 1.0, -np.inf])
+    assert f.log_potentials.tolist() == [0.0, 1.0, -np.inf]
+    with pytest.raises(ValueError, match="read-only"):
+        f.log_potentials[0] = 1.0

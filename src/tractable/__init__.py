@@ -4,6 +4,7 @@ Model objects live at the top level; algorithm families are subpackages (``tract
 ``tractable.clique``, ``tractable.cardinality``, ``tractable.hlmrf``, ...), imported on use.
 """
 
+from ._errors import ModelError, ZeroPartitionError
 from ._results import ConvergenceWarning, MAPResult, MarginalsResult
 from .factorgraph import CardinalityFactor, Factor, FactorGraph, TableFactor
 
@@ -16,6 +17,8 @@ __all__ = [
     "FactorGraph",
     "MAPResult",
     "MarginalsResult",
+    "ModelError",
     "TableFactor",
+    "ZeroPartitionError",
     "__version__",
 ]

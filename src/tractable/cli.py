@@ -17,7 +17,7 @@ __all__ = ["main", "SUBCOMMANDS"]
 #: ``"module:function"`` of functions ``register(subparsers)`` that add a subcommand; each
 #: subcommand sets ``func`` (called with the parsed arguments, returns an exit status).
 SUBCOMMANDS: list[str] = [
-    "tractable._cli_solve:register",
+    "tractable.exact._cli:register",
     "tractable.clique._cli:register",
     "tractable.hlmrf._cli:register",
 ]

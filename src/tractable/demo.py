@@ -14,7 +14,7 @@ __all__ = ["DEMOS", "collect_rows", "format_table", "run_demo"]
 
 #: ``(area, "module:function")`` of every demo row provider, in the order they are shown.
 DEMOS: list[tuple[str, str]] = [
-    ("exact inference", "tractable.exact:demo_rows"),
+    ("exact inference", "tractable.exact._demo:demo_rows"),
     ("clique MAP", "tractable.clique._demo:demo_rows"),
     ("cardinality", "tractable.cardinality._demo:demo_rows"),
     ("HL-MRF", "tractable.hlmrf._demo:demo_rows"),

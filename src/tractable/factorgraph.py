@@ -68,6 +68,42 @@ class Factor(ABC):
         return len(self.variables)
 
 
+def _check_constant(constant) -> float:
+    try:
+        c = float(constant)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`constant` must be a real number or -inf; got {constant!r}.") from err
+    if np.isnan(c) or c == np.inf:
+        raise ValueError(f"`constant` must be a real number or -inf; got {c}.")
+    return c
+
+
+def _check_state_names(state_names, card: np.ndarray) -> tuple[tuple, ...]:
+    if isinstance(state_names, (str, bytes)) or not isinstance(state_names, Sequence):
+        raise TypeError(f"`state_names` must be a sequence of one sequence per variable; got {state_names!r}.")
+    if len(state_names) != len(card):
+        raise ValueError(
+            f"`state_names` must have one entry per variable ({len(card)}); got {len(state_names)}."
+        )
+    out = []
+    for i, states in enumerate(state_names):
+        if isinstance(states, (str, bytes)) or not isinstance(states, Sequence):
+            raise TypeError(f"`state_names[{i}]` must be a sequence of state names; got {states!r}.")
+        states = tuple(states)
+        if len(states) != card[i]:
+            raise ValueError(
+                f"`state_names[{i}]` must name the {int(card[i])} states of variable {i}; got {len(states)} names."
+            )
+        try:
+            distinct = len(set(states)) == len(states)
+        except TypeError as err:
+            raise TypeError(f"`state_names[{i}]` must contain hashable names; got {states!r}.") from err
+        if not distinct:
+            raise ValueError(f"`state_names[{i}]` must be distinct; got {list(states)}.")
+        out.append(states)
+    return tuple(out)
+
+
 def _check_scope(variables, name: str = "variables") -> np.ndarray:
     scope = as_index_array(variables, name)
     if scope.size and scope.min() < 0:
@@ -156,13 +192,13 @@ class CardinalityFactor(Factor):
         Distinct binary variables.
     log_potentials : array_like of shape (D + 1,)
         ``log_potentials[k]`` is added to the score when exactly ``k`` of the variables are 1.
-        ``-inf`` forbids a count.
+        ``-inf`` forbids a count. Kept, read-only, as the attribute of the same name.
 
     Notes
     -----
-    Generic algorithms see this factor through :meth:`to_table` (a ``2**D`` table, only for small
-    ``D``); the cardinality algorithms of :mod:`tractable.cardinality` use the ``O(D log^2 D)``
-    convolution tree instead.
+    Generic algorithms see this factor through :meth:`to_table` (a ``2**D`` table, only for
+    ``D <= 24``). The same count potential, as the ``f`` of :mod:`tractable.cardinality`, is handled
+    in ``O(D log^2 D)`` by its convolution tree.
     """
 
     def __init__(self, variables: Sequence[int], log_potentials) -> None:
@@ -230,6 +266,10 @@ class FactorGraph:
         A constant added to every score (conditioning collects the fixed factors' values here, so
         that ``log Z`` of a conditioned graph is the log-probability of the evidence plus ``log Z``
         of the original graph).
+    state_names : sequence of sequences, optional
+        A name per state of each variable (``state_names[i]`` has ``cardinalities[i]`` distinct,
+        hashable entries), kept as a tuple of tuples; ``None`` (the default) when the states are
+        only numbered.
 
     Examples
     --------
@@ -242,7 +282,14 @@ class FactorGraph:
     array([0.3871, 0.6129])
     """
 
-    def __init__(self, cardinalities: Sequence[int], names: Sequence[str] | None = None, *, constant=0.0):
+    def __init__(
+        self,
+        cardinalities: Sequence[int],
+        names: Sequence[str] | None = None,
+        *,
+        constant=0.0,
+        state_names: Sequence[Sequence] | None = None,
+    ):
         card = as_index_array(cardinalities, "cardinalities")
         if card.size and card.min() < 2:
             bad = int(np.argmax(card < 2))
@@ -260,12 +307,12 @@ class FactorGraph:
             raise ValueError("`names` must be distinct.")
         self._names = tuple(names)
         self._index = {s: i for i, s in enumerate(names)}
-        c = float(constant)
-        if np.isnan(c) or c == np.inf:
-            raise ValueError(f"`constant` must be a real number or -inf; got {c}.")
-        self.constant = c
+        self._constant = _check_constant(constant)
+        self._state_names = None if state_names is None else _check_state_names(state_names, card)
         self._factors: list[Factor] = []
-        self.kept_variables = np.arange(len(card), dtype=np.int64)
+        kept = np.arange(len(card), dtype=np.int64)
+        kept.flags.writeable = False
+        self._kept_variables = kept
 
     # ------------------------------------------------------------------ structure
     @property
@@ -282,6 +329,22 @@ class FactorGraph:
     def names(self) -> tuple[str, ...]:
         """The variable names."""
         return self._names
+
+    @property
+    def constant(self) -> float:
+        """The constant added to every score (read-only; a real number or ``-inf``)."""
+        return self._constant
+
+    @property
+    def state_names(self) -> tuple[tuple, ...] | None:
+        """``state_names[i][s]`` names state ``s`` of variable ``i`` (read-only), or None."""
+        return self._state_names
+
+    @property
+    def kept_variables(self) -> np.ndarray:
+        """ndarray of shape (n_variables,), int64, read-only: each variable's index in the graph this
+        one was conditioned from (``arange(n_variables)`` for a graph built directly)."""
+        return self._kept_variables
 
     @property
     def factors(self) -> tuple[Factor, ...]:
@@ -406,13 +469,18 @@ class FactorGraph:
         kept = np.array([i for i in range(self.n_variables) if i not in ev], dtype=np.int64)
         mapping = np.full(self.n_variables, -1, dtype=np.int64)
         mapping[kept] = np.arange(len(kept))
-        out = FactorGraph(self._cardinalities[kept], [self._names[i] for i in kept], constant=self.constant)
+        constant = self._constant
+        factors = []
         for factor in self._factors:
             sub = factor.condition(ev)
             if isinstance(sub, Factor):
-                out._factors.append(sub.relabel(mapping))
+                factors.append(sub.relabel(mapping))
             else:
-                out.constant += sub
+                constant += sub
+        state_names = None if self._state_names is None else [self._state_names[i] for i in kept]
+        out = FactorGraph(self._cardinalities[kept], [self._names[i] for i in kept], constant=constant,
+                          state_names=state_names)
+        out._factors = factors
         kept.flags.writeable = False
-        out.kept_variables = kept
+        out._kept_variables = kept
         return out

@@ -1,6 +1,5 @@
 """Convolution tree: marginals, log Z, samples and MAP against enumeration and references."""
 
-import itertools
 import re
 
 import numpy as np
@@ -8,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
-from scipy.special import logsumexp
 from scipy.stats import chisquare
 
+from _oracles import BinaryEnumeration
 from tractable.cardinality import chain_marginals, log_partition, map_assignment, marginals, sample
 from tractable.cardinality._convolve import (
     _convolve_direct_python,
@@ -18,17 +17,6 @@ from tractable.cardinality._convolve import (
     convolve_rows,
     correlate_rows,
 )
-
-
-def brute(theta, f):
-    """Enumerate all 2^D configurations: (marginals, count marginals, log Z, best score)."""
-    d = len(theta)
-    ys = np.array(list(itertools.product([0, 1], repeat=d))).reshape(-1, d)
-    with np.errstate(invalid="ignore"):
-        sc = np.where(ys == 1, theta, np.where(np.isneginf(theta), 0.0, 0.0)).sum(1) + f[ys.sum(1)]
-    lz = logsumexp(sc)
-    p = np.exp(sc - lz)
-    return p @ ys, np.bincount(ys.sum(1), weights=p, minlength=d + 1), lz, sc.max()
 
 
 @st.composite
@@ -49,13 +37,14 @@ def problems(draw):
 @given(problems(), st.sampled_from(["auto", "fft", "direct", "chain"]))
 def test_matches_enumeration(prob, method):
     theta, f = prob
-    mu, pi, lz, _ = brute(theta, f)
+    ref = BinaryEnumeration(len(theta), unary=theta, count=f)
+    mu, pi, lz = ref.p_on, ref.count_marginals, ref.log_partition
     res = chain_marginals(theta, f) if method == "chain" else marginals(theta, f, method=method)
     # tolerances: direct convolution and the chain are exact up to rounding (relative to every
     # entry); counts of probability < exp(-50) / (D + 1) are dropped by design, hence atol 1e-20.
     # Forced FFT on tiny, extremely peaked instances is accurate relative to the largest entry
     # only (the tilt cannot centre a distribution of width << 1), hence atol 1e-10 there.
-    assert_allclose(res.marginals, mu, rtol=1e-9, atol=1e-10 if method == "fft" else 1e-20)
+    assert_allclose(res.p_on, mu, rtol=1e-9, atol=1e-10 if method == "fft" else 1e-20)
     assert_allclose(res.count_marginals, pi, rtol=0, atol=1e-12)
     assert_allclose(res.log_partition, lz, rtol=0, atol=1e-9 * max(1.0, abs(lz)))
     if method == "auto":
@@ -66,7 +55,7 @@ def test_matches_enumeration(prob, method):
 @given(problems())
 def test_map_value_matches_enumeration(prob):
     theta, f = prob
-    *_, best = brute(theta, f)
+    best = BinaryEnumeration(len(theta), unary=theta, count=f).best
     res = map_assignment(theta, f)
     y = res.assignment
     assert_allclose(res.score, best, rtol=1e-12)
@@ -78,8 +67,9 @@ def test_clamped_variables():
     f = np.array([0.0, 1.0, 0.5, -np.inf, 2.0])
     res = marginals(theta, f)
     # enumerate the two free variables with the count shifted by the one clamped on
-    mu, pi, lz, _ = brute(theta[2:], f[1:4])
-    assert_allclose(res.marginals, [1.0, 0.0, *mu], rtol=1e-12)
+    ref = BinaryEnumeration(2, unary=theta[2:], count=f[1:4])
+    mu, pi, lz = ref.p_on, ref.count_marginals, ref.log_partition
+    assert_allclose(res.p_on, [1.0, 0.0, *mu], rtol=1e-12)
     assert_allclose(res.count_marginals, [0.0, *pi, 0.0], atol=1e-14)
     assert_allclose(res.log_partition, lz, rtol=1e-12)
     s = sample(theta, f, size=50, rng=1)
@@ -97,7 +87,7 @@ def test_poisson_binomial_against_scipy():
     ref = stats.poisson_binom.pmf(np.arange(d + 1), p)
     # scipy's pmf is accurate to ~1e-15 absolute; f = 0 leaves the marginals at sigmoid(theta)
     assert_allclose(res.count_marginals, ref, atol=1e-13)
-    assert_allclose(res.marginals, p, rtol=1e-12)
+    assert_allclose(res.p_on, p, rtol=1e-12)
     assert_allclose(res.log_partition, np.logaddexp(0, theta).sum(), rtol=1e-13)
 
 
@@ -113,7 +103,7 @@ def test_extreme_inputs_match_log_space_reference(seed):
     res = marginals(theta, f)
     assert np.all(np.isfinite(res.marginals)) and np.isfinite(res.log_partition)
     # the issue's accuracy contract at D = 4096
-    assert_allclose(res.marginals, ref.marginals, rtol=1e-9, atol=0)
+    assert_allclose(res.p_on, ref.p_on, rtol=1e-9, atol=0)
     assert abs(res.log_partition - ref.log_partition) <= 1e-9
     assert_allclose(res.count_marginals, ref.count_marginals, rtol=0, atol=1e-12)
 
@@ -126,7 +116,7 @@ def test_hard_constraint_far_in_the_tail():
     f[3:11] = rng.normal(0, 1, 8)  # "between 3 and 10 are on"
     ref = chain_marginals(theta, f)
     res = marginals(theta, f)
-    assert_allclose(res.marginals, ref.marginals, rtol=1e-9)
+    assert_allclose(res.p_on, ref.p_on, rtol=1e-9)
     assert abs(res.log_partition - ref.log_partition) <= 1e-9
     assert_allclose(res.count_marginals, ref.count_marginals, atol=1e-12)
     assert res.count_marginals[:3].sum() == 0 and res.count_marginals[11:].sum() == 0
@@ -142,7 +132,7 @@ def test_two_separated_modes():
     ref = chain_marginals(theta, f)
     res = marginals(theta, f)
     assert res.n_passes >= 2
-    assert_allclose(res.marginals, ref.marginals, rtol=1e-9)
+    assert_allclose(res.p_on, ref.p_on, rtol=1e-9)
     assert abs(res.log_partition - ref.log_partition) <= 1e-9
     assert_allclose(res.count_marginals, ref.count_marginals, atol=1e-12)
 
@@ -157,7 +147,7 @@ def test_gradient_identity():
         e = np.zeros(6)
         e[d] = h
         g = (log_partition(theta + e, f) - log_partition(theta - e, f)) / (2 * h)
-        assert_allclose(g, res.marginals[d], atol=1e-8)  # finite-difference truncation ~h^2
+        assert_allclose(g, res.p_on[d], atol=1e-8)  # finite-difference truncation ~h^2
     for k in range(7):
         e = np.zeros(7)
         e[k] = h
@@ -170,10 +160,7 @@ def test_sample_joint_frequencies():
     d = 4
     theta = rng.normal(0, 1, d)
     f = np.array([0.5, -np.inf, 1.0, 0.0, -0.5])
-    ys = np.array(list(itertools.product([0, 1], repeat=d)))
-    with np.errstate(invalid="ignore"):
-        sc = ys @ theta + f[ys.sum(1)]
-    p = np.exp(sc - logsumexp(sc))
+    p = BinaryEnumeration(len(theta), unary=theta, count=f).p
     s = sample(theta, f, size=20000, rng=2024)
     codes = s.astype(np.int64) @ (1 << np.arange(d - 1, -1, -1))
     obs = np.bincount(codes, minlength=2**d)
@@ -190,8 +177,8 @@ def test_sample_marginals_large():
     f = -0.05 * (np.arange(d + 1) - 100.0) ** 2
     s = sample(theta, f, size=4000, rng=0)
     res = marginals(theta, f)
-    se = np.sqrt(res.marginals * (1 - res.marginals) / 4000)
-    assert np.all(np.abs(s.mean(0) - res.marginals) < 5 * se + 1e-12)  # 5 standard errors
+    se = np.sqrt(res.p_on * (1 - res.p_on) / 4000)
+    assert np.all(np.abs(s.mean(0) - res.p_on) < 5 * se + 1e-12)  # 5 standard errors
     counts = np.bincount(s.sum(1), minlength=d + 1)
     m = res.count_marginals @ np.arange(d + 1)
     assert abs(counts @ np.arange(d + 1) / 4000 - m) < 0.5
@@ -200,7 +187,7 @@ def test_sample_marginals_large():
 
 def test_sample_reproducible():
     theta, f = np.zeros(20), np.zeros(21)
-    assert np.array_equal(sample(theta, f, 10, rng=3), sample(theta, f, 10, rng=3))
+    assert np.array_equal(sample(theta, f, size=10, rng=3), sample(theta, f, size=10, rng=3))
 
 
 def test_convolution_kernels_agree():
@@ -220,7 +207,7 @@ def test_inputs_not_mutated():
     f = np.array([0.0, -np.inf, 1.0, 2.0])
     t0, f0 = theta.copy(), f.copy()
     marginals(theta, f)
-    sample(theta, f, 3, rng=0)
+    sample(theta, f, size=3, rng=0)
     assert np.array_equal(theta, t0) and np.array_equal(f, f0)
 
 
@@ -258,7 +245,7 @@ def test_chain_max_count():
     f = rng.normal(size=13)
     capped = f.copy()
     capped[5:] = -np.inf
-    assert_allclose(chain_marginals(theta, f, max_count=4).marginals, marginals(theta, capped).marginals, rtol=1e-10)
+    assert_allclose(chain_marginals(theta, f, max_count=4).p_on, marginals(theta, capped).p_on, rtol=1e-10)
 
 
 def test_rough_potential_needs_several_passes():
@@ -271,7 +258,7 @@ def test_rough_potential_needs_several_passes():
     res = marginals(theta, f)
     ref = chain_marginals(theta, f)
     assert res.n_passes >= 2
-    assert_allclose(res.marginals, ref.marginals, rtol=1e-9)
+    assert_allclose(res.p_on, ref.p_on, rtol=1e-9)
     assert abs(res.log_partition - ref.log_partition) <= 1e-9
     assert_allclose(res.count_marginals, ref.count_marginals, atol=1e-12)
 
@@ -283,10 +270,7 @@ def test_sample_joint_frequencies_with_blocks_and_padding():
     theta = rng.normal(0, 1, d)
     f = rng.normal(0, 1, d + 1)
     f[[2, 7]] = -np.inf
-    ys = np.array(list(itertools.product([0, 1], repeat=d)))
-    with np.errstate(invalid="ignore"):
-        sc = ys @ theta + f[ys.sum(1)]
-    p = np.exp(sc - logsumexp(sc))
+    p = BinaryEnumeration(len(theta), unary=theta, count=f).p
     n = 100_000
     s = sample(theta, f, size=n, rng=99)
     codes = s.astype(np.int64) @ (1 << np.arange(d - 1, -1, -1))

@@ -1,6 +1,5 @@
 """Recursive cardinality models against enumeration and the single-potential functions."""
 
-import itertools
 import re
 
 import numpy as np
@@ -8,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
-from scipy.special import logsumexp
 from scipy.stats import chisquare
 
+from _oracles import BinaryEnumeration
 from tractable.cardinality import RecursiveCardinalityModel, marginals
 
 
@@ -27,19 +26,6 @@ def random_nested(rng, items, depth=0):
         for part in np.split(np.array(items), cuts):
             out += random_nested(rng, list(part), depth + 1)
     return out
-
-
-def enumerate_model(n, subsets, pots, theta):
-    ys = np.array(list(itertools.product([0, 1], repeat=n)))
-    with np.errstate(invalid="ignore"):
-        sc = np.where(ys == 1, theta, 0.0).sum(1)
-    for s, f in zip(subsets, pots):
-        sc = sc + f[ys[:, s].sum(1)]
-    lz = logsumexp(sc)
-    with np.errstate(invalid="ignore"):
-        p = np.exp(sc - lz)
-    subm = [np.bincount(ys[:, s].sum(1), weights=p, minlength=len(s) + 1) for s in subsets]
-    return p @ ys, np.bincount(ys.sum(1), weights=p, minlength=n + 1), lz, sc.max(), subm, p, ys
 
 
 @st.composite
@@ -63,17 +49,19 @@ def models(draw):
 @given(models(), st.sampled_from(["auto", "fft"]))
 def test_matches_enumeration(model, method):
     n, subsets, pots, theta = model
-    mu, pi, lz, best, subm, _, _ = enumerate_model(n, subsets, pots, theta)
+    ref = BinaryEnumeration(n, unary=theta, subsets=subsets, subset_counts=pots)
+    mu, pi, lz, best = ref.p_on, ref.count_marginals, ref.log_partition, ref.best
+    subm = ref.subset_count_marginals(subsets)
     if not np.isfinite(lz):
         with pytest.raises(ValueError, match="no configuration has non-zero probability"):
             RecursiveCardinalityModel(n, subsets, pots, theta, method=method).log_partition()
         return
-    m = RecursiveCardinalityModel(n, subsets, pots, theta, method=method, crossover=1 if method == "fft" else 48)
+    m = RecursiveCardinalityModel(n, subsets, pots, theta, method=method)
     res = m.marginals()
     # direct convolution is exact up to rounding; FFT messages are accurate relative to their
     # largest entry, hence the absolute tolerance
     atol = 1e-10 if method == "fft" else 1e-13
-    assert_allclose(res.marginals, mu, rtol=1e-9, atol=atol)
+    assert_allclose(res.p_on, mu, rtol=1e-9, atol=atol)
     assert_allclose(res.count_marginals, pi, atol=atol)
     assert_allclose(res.log_partition, lz, atol=1e-9 * max(1, abs(lz)))
     for got, want in zip(m.subset_count_marginals(), subm):
@@ -89,7 +77,7 @@ def test_single_potential_matches_convolution_tree():
     m = RecursiveCardinalityModel(n, [np.arange(n)], [f], theta)
     ref = marginals(theta, f)
     # both exact; the RC model runs untilted, so allow FFT rounding relative to the max
-    assert_allclose(m.marginals().marginals, ref.marginals, rtol=1e-9)
+    assert_allclose(m.marginals().p_on, ref.p_on, rtol=1e-9)
     assert_allclose(m.log_partition(), ref.log_partition, rtol=1e-12)
 
 
@@ -100,7 +88,7 @@ def test_singletons_are_independent_variables():
     b = rng.normal(size=n)
     m = RecursiveCardinalityModel(n, [[d] for d in range(n)], [[a[d], b[d]] for d in range(n)])
     theta = b - a
-    assert_allclose(m.marginals().marginals, 1 / (1 + np.exp(-theta)), rtol=1e-12)
+    assert_allclose(m.marginals().p_on, 1 / (1 + np.exp(-theta)), rtol=1e-12)
     assert_allclose(m.log_partition(), np.logaddexp(a, b).sum(), rtol=1e-12)
 
 
@@ -111,9 +99,9 @@ def test_sampling_frequencies():
     pots = [rng.normal(size=len(s) + 1) for s in subsets]
     pots[1][2] = -np.inf
     theta = rng.normal(size=n)
-    *_, p, ys = enumerate_model(n, subsets, pots, theta)
+    p = BinaryEnumeration(n, unary=theta, subsets=subsets, subset_counts=pots).p
     m = RecursiveCardinalityModel(n, subsets, pots, theta)
-    s = m.sample(20000, rng=7)
+    s = m.sample(size=20000, rng=7)
     codes = s.astype(np.int64) @ (1 << np.arange(n - 1, -1, -1))
     obs = np.bincount(codes, minlength=2**n)
     assert obs[p == 0].sum() == 0
@@ -130,10 +118,10 @@ def test_non_nested_error_names_subsets():
     [
         ((3, [[0, 5]], [np.zeros(3)]), "`subsets[0]` must contain indices in [0, 2]; got 5."),
         ((3, [[0, 0]], [np.zeros(3)]), "`subsets[0]` must not repeat a variable; got [0, 0]."),
-        ((3, [[0, 1]], [np.zeros(2)]), "`potentials[0]` must have len(subsets[0]) + 1 = 3 entries; got 2."),
-        ((3, [[0, 1]], []), "`potentials` must have one entry per subset (1); got 0."),
-        ((3, [[0, 1]], [[0, np.nan, 0]]), "`potentials[0]` must not contain NaN"),
-        ((3, [[0, 1]], [[-np.inf] * 3]), "`potentials[0]` is -inf at every count"),
+        ((3, [[0, 1]], [np.zeros(2)]), "`count_potentials[0]` must have len(subsets[0]) + 1 = 3 entries; got 2."),
+        ((3, [[0, 1]], []), "`count_potentials` must have one entry per subset (1); got 0."),
+        ((3, [[0, 1]], [[0, np.nan, 0]]), "`count_potentials[0]` must not contain NaN"),
+        ((3, [[0, 1]], [[-np.inf] * 3]), "`count_potentials[0]` is -inf at every count"),
         ((3, [[]], [[0.0]]), "`subsets[0]` must not be empty."),
         ((0, [], []), "`n_variables` must be >= 1; got 0."),
     ],

@@ -1,6 +1,5 @@
 """TreeCardinalityModel against enumeration."""
 
-import itertools
 import re
 
 import numpy as np
@@ -8,23 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
-from scipy.special import logsumexp
 from scipy.stats import chisquare
 
+from _oracles import BinaryEnumeration
 from tractable.cardinality import TreeCardinalityModel, marginals
-
-
-def enumerate_tree(edges, pw, theta, f):
-    n = theta.shape[0]
-    ys = np.array(list(itertools.product([0, 1], repeat=n)))
-    with np.errstate(invalid="ignore"):
-        sc = np.where(ys == 1, theta, 0.0).sum(1) + f[ys.sum(1)]
-    for (u, v), p in zip(edges, pw):
-        sc = sc + p[ys[:, u], ys[:, v]]
-    lz = logsumexp(sc)
-    with np.errstate(invalid="ignore"):
-        p = np.exp(sc - lz)
-    return p @ ys, np.bincount(ys.sum(1), weights=p, minlength=n + 1), lz, p, ys
 
 
 @st.composite
@@ -53,7 +39,8 @@ def forests(draw):
 @given(forests())
 def test_matches_enumeration(model):
     edges, pw, theta, f = model
-    mu, pi, lz, _, _ = enumerate_tree(edges, pw.reshape(-1, 2, 2), theta, f)
+    ref = BinaryEnumeration(len(theta), unary=theta, count=f, edges=edges, pairwise=pw.reshape(-1, 2, 2))
+    mu, pi, lz = ref.p_on, ref.count_marginals, ref.log_partition
     if not np.isfinite(lz):
         with pytest.raises(ValueError, match="no configuration has non-zero probability"):
             TreeCardinalityModel(edges, pw.reshape(-1, 2, 2), theta, f).marginals()
@@ -61,13 +48,12 @@ def test_matches_enumeration(model):
     m = TreeCardinalityModel(edges, pw.reshape(-1, 2, 2), theta, f)
     res = m.marginals()
     # direct convolutions of non-negative vectors: exact up to rounding
-    assert_allclose(res.marginals, mu, rtol=1e-9, atol=1e-14)
+    assert_allclose(res.p_on, mu, rtol=1e-9, atol=1e-14)
     assert_allclose(res.count_marginals, pi, atol=1e-13)
     assert_allclose(res.log_partition, lz, atol=1e-9 * max(1, abs(lz)))
     assert_allclose(m.log_partition(), lz, atol=1e-9 * max(1, abs(lz)))
     # MAP value against enumeration (compare the objective, not the argmax: ties)
-    ys = np.array(list(itertools.product([0, 1], repeat=len(theta))))
-    best = max(m.score(y) for y in ys)
+    best = max(m.score(y) for y in ref.ys)
     mp = m.map_assignment()
     assert_allclose(mp.score, best, rtol=1e-12, atol=1e-12)
     assert_allclose(m.score(mp.assignment), best, rtol=1e-12, atol=1e-12)
@@ -78,7 +64,7 @@ def test_no_edges_equals_cardinality_model():
     theta, f = rng.normal(size=40), rng.normal(size=41)
     m = TreeCardinalityModel(np.zeros((0, 2), int), np.zeros((0, 2, 2)), theta, f)
     ref = marginals(theta, f)
-    assert_allclose(m.marginals().marginals, ref.marginals, rtol=1e-10)
+    assert_allclose(m.marginals().p_on, ref.p_on, rtol=1e-10)
     assert_allclose(m.log_partition(), ref.log_partition, rtol=1e-12)
 
 
@@ -93,7 +79,7 @@ def test_long_chain_extreme_theta():
     res = TreeCardinalityModel(edges, pw, theta, f).marginals()
     assert np.all(np.isfinite(res.marginals)) and np.isfinite(res.log_partition)
     assert_allclose(res.count_marginals.sum(), 1.0, rtol=1e-12)
-    assert_allclose(res.marginals.sum(), res.count_marginals @ np.arange(n + 1), rtol=1e-9)
+    assert_allclose(res.p_on.sum(), res.count_marginals @ np.arange(n + 1), rtol=1e-9)
 
 
 def test_sampling_frequencies():
@@ -104,8 +90,8 @@ def test_sampling_frequencies():
     theta = rng.normal(size=n)
     f = rng.normal(size=n + 1)
     f[2] = -np.inf
-    *_, p, ys = enumerate_tree(edges, pw, theta, f)
-    s = TreeCardinalityModel(edges, pw, theta, f).sample(20000, rng=5)
+    p = BinaryEnumeration(n, unary=theta, count=f, edges=edges, pairwise=pw).p
+    s = TreeCardinalityModel(edges, pw, theta, f).sample(size=20000, rng=5)
     codes = s.astype(np.int64) @ (1 << np.arange(n - 1, -1, -1))
     obs = np.bincount(codes, minlength=2**n)
     assert obs[p == 0].sum() == 0
@@ -122,9 +108,9 @@ def test_sampling_frequencies():
         (([[0, 1]], np.zeros((2, 2, 2)), np.zeros(3), np.zeros(4)),
          "`pairwise` must have shape (1, 2, 2); got (2, 2, 2)."),
         (([[0, 1]], np.zeros((1, 2, 2)), np.zeros(3), np.zeros(3)),
-         "`f` must have n_variables + 1 = 4 entries; got 3."),
+         "`count_potential` must have n_variables + 1 = 4 entries; got 3."),
         (([[0, 5]], np.zeros((1, 2, 2)), np.zeros(3), np.zeros(4)), "`edges` must contain indices in [0, 2]; got 5."),
-        (([[0, 1]], np.zeros((1, 2, 2)), np.zeros(3), [-np.inf] * 4), "`f` is -inf at every count"),
+        (([[0, 1]], np.zeros((1, 2, 2)), np.zeros(3), [-np.inf] * 4), "`count_potential` is -inf at every count"),
     ],
 )
 def test_bad_input(args, msg):

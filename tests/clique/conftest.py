@@ -1,23 +1,11 @@
-"""Oracles of the clique-MAP tests: brute-force enumeration of all m**n labellings."""
+"""Fixtures of the clique-MAP tests; the brute-force oracle is ``_oracles.brute_force_map``."""
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 import pytest
 
-
-def brute_force_map(phi, potential):
-    """Best score and one best labelling over all ``m**n`` labellings (tiny cliques only)."""
-    phi = np.asarray(phi, dtype=np.float64)
-    n, m = phi.shape
-    Y = np.array(list(itertools.product(range(m), repeat=n)), dtype=np.int64).reshape(-1, n)
-    node = phi[np.arange(n), Y].sum(axis=1)
-    counts = (Y[:, :, None] == np.arange(m)).sum(axis=1)
-    total = node + np.asarray(potential(counts), dtype=np.float64)
-    i = int(np.argmax(total))
-    return float(total[i]), Y[i]
+from _oracles import brute_force_map
 
 
 def random_phi(rng, n, m, p_neginf=0.0):
@@ -33,6 +21,7 @@ def random_phi(rng, n, m, p_neginf=0.0):
 
 @pytest.fixture(scope="session")
 def brute():
+    """Best score and one best labelling over all ``m**n`` labellings (``_oracles.brute_force_map``)."""
     return brute_force_map
 
 

@@ -15,7 +15,8 @@ from tractable.clique import (
     generalized_alpha_pass,
     score,
 )
-from tractable.clique.alpha_pass import label_subsets, sweep_values_python
+from tractable.clique._validate import kernel_args
+from tractable.clique.alpha_pass import _label_subsets, _sweep_values_python
 
 # scores are sums of at most ~50 terms of size <= ~100: 1e-9 absolute covers their rounding
 ATOL = 1e-9
@@ -120,14 +121,14 @@ def test_sweep_kernel_matches_batched_reference(seed, P, n, m, code):
     pot = [SumPotential(table), MaxPotential(table), LinearMajority(W)][code]
     dummy = np.zeros((1, 1))
     fast = _kernels.sweep_values(C0, frm, to, code, table if code < 2 else dummy, W if code == 2 else dummy)
-    np.testing.assert_allclose(fast, sweep_values_python(C0, frm, to, pot), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fast, _sweep_values_python(C0, frm, to, pot), rtol=1e-12, atol=1e-12)
 
 
 def test_label_subsets():
-    S = label_subsets(4, 2)
+    S = _label_subsets(4, 2)
     assert S.shape == (4 + 6, 2)
     assert S[0].tolist() == [0, 4] and S[-1].tolist() == [2, 3]
-    assert label_subsets(3, 5).shape == (3 + 3, 2)  # subsets of size <= m - 1 only
+    assert _label_subsets(3, 5).shape == (3 + 3, 2)  # subsets of size <= m - 1 only
 
 
 def test_neginf_node_potentials_are_respected(make_phi):
@@ -136,12 +137,12 @@ def test_neginf_node_potentials_are_respected(make_phi):
     for fn in (alpha_pass, generalized_alpha_pass):
         res = fn(phi, Potts(0.05))
         assert np.isfinite(res.score)
-        assert np.all(np.isfinite(phi[np.arange(40), res.labels]))
+        assert np.all(np.isfinite(phi[np.arange(40), res.assignment]))
 
 
 def test_single_label_clique():
     res = alpha_pass(np.ones((4, 1)), Potts(1.0))
-    assert res.labels.tolist() == [0, 0, 0, 0] and res.score == 20.0 and res.exact
+    assert res.assignment.tolist() == [0, 0, 0, 0] and res.score == 20.0 and res.exact and res.status == "optimal"
 
 
 @settings(max_examples=60, deadline=None)
@@ -150,7 +151,6 @@ def test_single_label_clique():
 def test_compiled_alpha_pass_matches_array_version(make_phi, seed, n, m, code, neginf, ties):
     """Specialized equals generic: the one-loop kernel and the array sweeps pick equally good labellings."""
     from tractable.clique import LinearMajority, SumPotential
-    from tractable.clique._result import kernel_args
     from tractable.clique.alpha_pass import _alpha_pass_arrays
 
     rng = np.random.default_rng(seed)
@@ -172,7 +172,6 @@ def test_compiled_alpha_pass_matches_array_version(make_phi, seed, n, m, code, n
        neginf=st.booleans(), ties=st.booleans())
 def test_compiled_generalized_pass_matches_array_version(make_phi, seed, n, m, p, code, neginf, ties):
     from tractable.clique import LinearMajority, SumPotential
-    from tractable.clique._result import kernel_args
     from tractable.clique.alpha_pass import _generalized_arrays
 
     rng = np.random.default_rng(seed)
@@ -183,7 +182,7 @@ def test_compiled_generalized_pass_matches_array_version(make_phi, seed, n, m, p
     table[rng.random((m, n + 1)) < 0.1] = -np.inf
     table[:, 0] = 0.0
     pot = [SumPotential(table), MaxPotential(table), LinearMajority(rng.normal(size=(m, m)))][code]
-    S = label_subsets(m, p)
+    S = _label_subsets(m, p)
     fast = _kernels.subset_pass_labels(phi, S, *kernel_args(pot, n, m))
     ref = _generalized_arrays(phi, pot, kernel_args(pot, n, m), S)
     s_fast, s_ref = score(phi, pot, fast), score(phi, pot, ref)

@@ -1,10 +1,11 @@
 import re
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, fields
 
 import numpy as np
 import pytest
 
 from tractable.clique import (
+    METHODS,
     CliqueMAPResult,
     CountPotential,
     Entropy,
@@ -45,8 +46,8 @@ def test_every_method_reports_the_score_of_its_labels(kind):
     for fn in _methods(pot):
         res = fn(phi, pot)
         assert isinstance(res, CliqueMAPResult)
-        assert res.labels.shape == (40,) and res.labels.dtype == np.int64
-        assert res.score == pytest.approx(score(phi, pot, res.labels), rel=RTOL)
+        assert res.assignment.shape == (40,) and res.assignment.dtype == np.int64
+        assert res.score == pytest.approx(score(phi, pot, res.assignment), rel=RTOL)
         assert res.score == pytest.approx(res.node_score + res.clique_score, rel=RTOL)
         assert np.isfinite(res.score) and res.time >= 0
 
@@ -58,7 +59,7 @@ def test_results_are_frozen_and_inputs_untouched():
     with pytest.raises(FrozenInstanceError):
         res.score = 0.0
     with pytest.raises(ValueError):
-        res.labels[0] = 1
+        res.assignment[0] = 1
     np.testing.assert_array_equal(phi, before)
 
 
@@ -83,7 +84,7 @@ def test_clique_map_auto_picks_exact_methods(brute):
     res = clique_map(big, maj)
     assert res.method in ("majority_alpha_pass+icm", "icm") and not res.exact
     assert res.score >= majority_alpha_pass(big, maj.W).score - 1e-9
-    res = clique_map(phi, Potts(0.2), method="icm", rng=3, max_sweeps=5)
+    res = clique_map(phi, Potts(0.2), method="icm", rng=3, max_iter=5)
     assert res.method == "icm"
 
 
@@ -131,16 +132,16 @@ def test_bad_input_messages():
         generalized_alpha_pass(np.zeros((3, 2)), pot, p=0)
     with pytest.raises(TypeError, match=re.escape("`p` must be an integer; got 1.5.")):
         generalized_alpha_pass(np.zeros((3, 2)), pot, p=1.5)
-    with pytest.raises(ValueError, match=re.escape("`labels` must have shape (3,); got (2,).")):
+    with pytest.raises(ValueError, match=re.escape("`assignment` must have shape (3,); got (2,).")):
         score(np.zeros((3, 2)), pot, [0, 1])
-    with pytest.raises(ValueError, match=re.escape("`labels` must contain indices in [0, 1]; got 5.")):
+    with pytest.raises(ValueError, match=re.escape("`assignment` must contain indices in [0, 1]; got 5.")):
         score(np.zeros((3, 2)), pot, [0, 1, 5])
     with pytest.raises(ValueError, match=re.escape("`method` must be one of 'auto', 'alpha_pass', "
                                                    "'generalized_alpha_pass', 'alpha_expansion', "
                                                    "'majority_alpha_pass', 'majority_exact', 'icm', 'exact'; "
                                                    "got 'trws'.")):
         clique_map(np.zeros((3, 2)), pot, method="trws")
-    with pytest.raises(ValueError, match=re.escape("`method`='auto' takes no options; got ['p'].")):
+    with pytest.raises(ValueError, match=re.escape("`p` does not apply to `method`='auto' (its options: none).")):
         clique_map(np.zeros((3, 2)), pot, p=2)
     with pytest.raises(ValueError, match=re.escape("`potential` must be a LinearMajority for method "
                                                    "'majority_exact'; got Potts(1.0).")):
@@ -174,3 +175,74 @@ def test_clique_benchmark_errors():
         clique_benchmark("POTTS", lam=-1.0)
     with pytest.raises(ValueError, match=re.escape("`n` must be >= 2; got 1.")):
         clique_benchmark("POTTS", n=1)
+
+
+def test_result_fields_and_statuses(brute):
+    assert [f.name for f in fields(CliqueMAPResult)] == [
+        "assignment", "score", "node_score", "clique_score", "method", "exact", "time", "converged", "n_iter",
+        "status", "message"]
+    rng = np.random.default_rng(2)
+    phi = rng.uniform(0, 2, size=(6, 3))
+    W = rng.uniform(0, 1, (3, 3))
+    optimal = [exact_clique_map(phi, Potts(0.2)), majority_exact(phi, W), alpha_pass(phi, Makespan(0.5)),
+               generalized_alpha_pass(phi, MaxPotential(rng.normal(size=(3, 7)))), alpha_pass(phi[:, :2], Potts(0.2)),
+               majority_alpha_pass(phi[:, :2], W[:2, :2])]
+    for res in optimal:
+        assert res.exact and res.status == "optimal" and res.converged
+        assert res.message == f"{res.method}: exact solution"
+    for res in (alpha_pass(phi, Potts(0.2)), generalized_alpha_pass(phi, Potts(0.2)), majority_alpha_pass(phi, W)):
+        assert not res.exact and res.status == "completed" and res.converged
+        assert res.message == f"{res.method}: finished"
+    res = clique_map(phi, Potts(0.2))
+    assert res.status == "optimal" and res.message == "exact: exact solution"
+    big, pot = clique_benchmark("ENTROPY", n=60, m=8, rng=3)
+    res = clique_map(big, pot)
+    assert res.status == "converged" and res.message == f"{res.method}: converged after {res.n_iter} iterations"
+
+
+def test_assignment_is_frozen():
+    phi, pot = clique_benchmark("POTTS", n=20, m=4, rng=0)
+    for fn in (alpha_pass, icm, clique_map):
+        res = fn(phi, pot)
+        assert not res.assignment.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            res.assignment[0] = 1
+        with pytest.raises(FrozenInstanceError):
+            res.assignment = np.zeros(20, dtype=np.int64)
+
+
+def test_method_names_and_inapplicable_options():
+    phi, pot = clique_benchmark("POTTS", n=10, m=3, rng=0)
+    assert list(METHODS) == ["auto", "alpha_pass", "generalized_alpha_pass", "alpha_expansion",
+                             "majority_alpha_pass", "majority_exact", "icm", "exact"]
+    with pytest.raises(ValueError, match=re.escape("`method` must be one of 'auto', 'alpha_pass', "
+                                                   "'generalized_alpha_pass', 'alpha_expansion', "
+                                                   "'majority_alpha_pass', 'majority_exact', 'icm', 'exact'; "
+                                                   "got 'ICM'.")) as info:
+        clique_map(phi, pot, method="ICM")
+    assert isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(ValueError, match=re.escape("`max_iter` does not apply to `method`='alpha_pass' "
+                                                   "(its options: none).")):
+        clique_map(phi, pot, method="alpha_pass", max_iter=5)
+    with pytest.raises(ValueError, match=re.escape("`p` does not apply to `method`='icm' "
+                                                   "(its options: `init`, `max_iter`, `rng`).")):
+        clique_map(phi, pot, method="icm", p=2)
+    with pytest.raises(ValueError, match=re.escape("`max_sweeps`, `rng` do not apply to `method`='alpha_expansion' "
+                                                   "(its options: `init`, `max_iter`).")):
+        clique_map(phi, pot, method="alpha_expansion", rng=0, max_sweeps=3)
+    with pytest.raises(ValueError, match=re.escape("`init` does not apply to `method`='exact' "
+                                                   "(its options: `max_compositions`).")):
+        clique_map(phi, pot, method="exact", init=None)  # named, so given, even as None
+    assert clique_map(phi, pot, method="generalized_alpha_pass", p=1).score == alpha_pass(phi, pot).score
+    assert clique_map(phi, pot, method="exact", max_compositions=100).method == "exact"
+
+
+def test_options_are_keyword_only():
+    phi, pot = clique_benchmark("POTTS", n=10, m=3, rng=0)
+    init = np.zeros(10, dtype=np.int64)
+    calls = [lambda: icm(phi, pot, init), lambda: icm(phi, pot, None, 5),
+             lambda: alpha_expansion(phi, pot, init), lambda: generalized_alpha_pass(phi, pot, 2),
+             lambda: exact_clique_map(phi, pot, 1000), lambda: clique_benchmark("POTTS", 10)]
+    for call in calls:
+        with pytest.raises(TypeError, match="positional argument"):
+            call()

@@ -18,9 +18,9 @@ def _run(argv, capsys):
 
 
 def test_cli_benchmark_clique(capsys, tmp_path):
-    out = tmp_path / "labels.npy"
-    code, res = _run(["--benchmark", "MAKESPAN", "--n", "30", "--m", "5", "--labels-out", str(out)], capsys)
-    assert code == 0 and res["method"] == "alpha_pass" and res["exact"]
+    out = tmp_path / "assignment.npy"
+    code, res = _run(["--benchmark", "MAKESPAN", "--n", "30", "--m", "5", "--assignment-out", str(out)], capsys)
+    assert code == 0 and res["method"] == "alpha_pass" and res["exact"] and res["status"] == "optimal"
     assert sum(res["label_counts"]) == 30 and np.load(out).shape == (30,)
 
 
@@ -31,7 +31,7 @@ def test_cli_npz_majority(capsys, tmp_path):
     np.savez(path, phi=phi, W=W)
     out = tmp_path / "y.npy"
     code, res = _run(["--npz", str(path), "--potential", "majority", "--method", "majority_exact",
-                      "--labels-out", str(out)], capsys)
+                      "--assignment-out", str(out)], capsys)
     assert code == 0
     assert res["score"] == pytest.approx(majority_exact(phi, W).score, abs=1e-9)
     assert res["score"] == pytest.approx(score(phi, LinearMajority(W), np.load(out)), abs=1e-9)

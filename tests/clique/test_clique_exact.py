@@ -14,7 +14,7 @@ from tractable.clique import (
     majority_alpha_pass,
     majority_exact,
 )
-from tractable.clique.reference import compositions, n_compositions
+from tractable.clique.enumeration import compositions, n_compositions
 
 ATOL = 1e-9  # sums of a few dozen terms of size <= ~10
 
@@ -86,12 +86,12 @@ def test_exact_errors():
 @given(seed=seeds, n=st.integers(1, 7), m=st.integers(1, 4), neginf=st.booleans())
 def test_majority_subproblem_assignment_equals_lp(make_phi, seed, n, m, neginf):
     """Specialized equals generic: the slot assignment solves the paper's LP (2) with the tie rule."""
-    from tractable.clique.majority import solve_subproblem, solve_subproblem_lp
+    from tractable.clique.majority import _solve_subproblem, _solve_subproblem_lp
 
     rng = np.random.default_rng(seed)
     psi = make_phi(rng, n, m, 0.4 if neginf else 0.0) + rng.normal(size=(1, m))
     alpha, k = int(rng.integers(0, m)), int(rng.integers(0, n + 1))
-    fast, ref = solve_subproblem(psi, alpha, k), solve_subproblem_lp(psi, alpha, k)
+    fast, ref = _solve_subproblem(psi, alpha, k), _solve_subproblem_lp(psi, alpha, k)
     assert (fast is None) == (ref is None)
     if fast is not None:
         counts = np.bincount(fast, minlength=m)

@@ -20,8 +20,8 @@ from tractable.clique import (
     exact_clique_map,
     icm,
 )
-from tractable.clique.baselines import icm_sweep_python
-from tractable.clique.expansion import expansion_move_python
+from tractable.clique.expansion import _expansion_move_python
+from tractable.clique.icm import _icm_sweep_python
 
 ATOL = 1e-9  # sums of a few dozen terms of size <= ~10
 
@@ -37,7 +37,7 @@ def test_expansion_move_is_optimal(make_phi, seed, n, m, neginf):
     table = rng.normal(size=(m, n + 1)) * 2
     labels = rng.integers(0, m, size=n)
     alpha = int(rng.integers(0, m))
-    ref_v, _ = expansion_move_python(phi, labels, alpha, table)
+    ref_v, _ = _expansion_move_python(phi, labels, alpha, table)
     new, moved = _kernels.expansion_move(phi, labels.copy(), alpha, table, 0.0)
     v = phi[np.arange(n), new].sum() + table[np.arange(m), np.bincount(new, minlength=m)].sum()
     cur = phi[np.arange(n), labels].sum() + table[np.arange(m), np.bincount(labels, minlength=m)].sum()
@@ -63,7 +63,7 @@ def test_thm36_all_first_label_is_an_expansion_local_optimum_with_ratio_to_half(
         n = k * group
         res = alpha_expansion(phi, Potts(1.0), init=np.zeros(n, dtype=np.int64))
         assert res.converged and res.n_iter == 1
-        assert np.all(res.labels == 0)
+        assert np.all(res.assignment == 0)
         assert res.score == pytest.approx(n**2 * (1 + 2 / k), rel=1e-12)
         opt = n**2 * (2 + 1 / k)  # every group its own label
         ratios.append(res.score / opt)
@@ -85,7 +85,7 @@ def test_expansion_result_is_a_local_optimum(make_phi, seed, n, m, kind):
     res = alpha_expansion(phi, pot)
     table = pot.table(n, m)
     for alpha in range(m):
-        v, _ = expansion_move_python(phi, res.labels.copy(), alpha, table)
+        v, _ = _expansion_move_python(phi, res.assignment.copy(), alpha, table)
         assert v <= res.score + 1e-8
 
 
@@ -104,7 +104,7 @@ def test_icm_kernel_matches_reference_sweep(seed, n, m, code):
     l1, c1 = labels.copy(), np.bincount(labels, minlength=m)
     l2, c2 = labels.copy(), np.bincount(labels, minlength=m)
     ch1 = _kernels.icm_sweep(phi, l1, c1, order, code, tab, Wk, 1e-12)
-    ch2 = icm_sweep_python(phi, l2, c2, order, pot, 1e-12)
+    ch2 = _icm_sweep_python(phi, l2, c2, order, pot, 1e-12)
     assert ch1 == ch2 and l1.tolist() == l2.tolist() and c1.tolist() == c2.tolist()
 
 
@@ -115,24 +115,32 @@ def test_icm_fixed_point_and_general_potential(make_phi):
     for pot in (Potts(0.05), CountPotential(lambda c: f[np.asarray(c)[..., 0]] + 0.01 * np.asarray(c)[..., 1] ** 2)):
         res = icm(phi, pot, rng=0)
         assert res.converged and np.isfinite(res.score)
-        again = icm(phi, pot, init=res.labels, rng=1)
-        assert again.n_iter == 1 and again.labels.tolist() == res.labels.tolist()
+        again = icm(phi, pot, init=res.assignment, rng=1)
+        assert again.n_iter == 1 and again.assignment.tolist() == res.assignment.tolist()
     a, b = icm(phi, Potts(0.05), rng=7), icm(phi, Potts(0.05), rng=7)
-    assert a.labels.tolist() == b.labels.tolist()
+    assert a.assignment.tolist() == b.assignment.tolist()
 
 
 def test_non_convergence_warns():
     phi = np.array([[1.0, 0.0, 0.0]] * 6 + [[0.0, 1.0, 0.0]] * 3)
-    with pytest.warns(ConvergenceWarning, match=re.escape("icm stopped after `max_sweeps`=1 sweeps")):
-        res = icm(phi, Potts(0.01), init=np.full(9, 2), max_sweeps=1, rng=0)
-    assert not res.converged
-    with pytest.warns(ConvergenceWarning, match=re.escape("alpha_expansion stopped after `max_rounds`=1 rounds")):
-        res = alpha_expansion(phi, Potts(0.01), init=np.full(9, 2), max_rounds=1)
-    assert not res.converged and res.labels.tolist() == [0] * 6 + [1] * 3
+    with pytest.warns(ConvergenceWarning, match=re.escape(
+            "icm: stopped at the iteration limit (1) before converging; labels still changing; raise `max_iter`")):
+        res = icm(phi, Potts(0.01), init=np.full(9, 2), max_iter=1, rng=0)
+    assert not res.converged and res.status == "max_iter_reached" and res.n_iter == 1
+    assert res.message == ("icm: stopped at the iteration limit (1) before converging; labels still changing; "
+                           "raise `max_iter`")
+    with pytest.warns(ConvergenceWarning, match=re.escape(
+            "alpha_expansion: stopped at the iteration limit (1) before converging; moves still improving the "
+            "score; raise `max_iter`")):
+        res = alpha_expansion(phi, Potts(0.01), init=np.full(9, 2), max_iter=1)
+    assert not res.converged and res.assignment.tolist() == [0] * 6 + [1] * 3
+    assert res.status == "max_iter_reached" and res.n_iter == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert alpha_expansion(phi, Potts(0.01), init=np.full(9, 2)).converged
-        assert icm(phi, Potts(0.01), init=np.full(9, 2), rng=0).converged
+        for res in (alpha_expansion(phi, Potts(0.01), init=np.full(9, 2)),
+                    icm(phi, Potts(0.01), init=np.full(9, 2), rng=0)):
+            assert res.converged and res.status == "converged"
+            assert res.message == f"{res.method}: converged after {res.n_iter} iterations"
 
 
 def test_local_search_errors():
@@ -141,10 +149,10 @@ def test_local_search_errors():
             "`potential` must be a SUM potential (Potts, Entropy or SumPotential) for alpha_expansion; "
             "got Makespan(1.0).")):
         alpha_expansion(phi, Makespan(1.0))
-    with pytest.raises(ValueError, match=re.escape("`max_rounds` must be >= 1; got 0.")):
-        alpha_expansion(phi, Potts(1.0), max_rounds=0)
-    with pytest.raises(ValueError, match=re.escape("`max_sweeps` must be >= 1; got 0.")):
-        icm(phi, Potts(1.0), max_sweeps=0)
+    with pytest.raises(ValueError, match=re.escape("`max_iter` must be >= 1; got 0.")):
+        alpha_expansion(phi, Potts(1.0), max_iter=0)
+    with pytest.raises(ValueError, match=re.escape("`max_iter` must be >= 1; got 0.")):
+        icm(phi, Potts(1.0), max_iter=0)
     with pytest.raises(ValueError, match=re.escape("`init` must have shape (3,); got (2,).")):
         icm(phi, Potts(1.0), init=[0, 1])
     with pytest.raises(ValueError, match=re.escape("`init` must contain indices in [0, 1]; got 2.")):

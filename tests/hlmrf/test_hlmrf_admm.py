@@ -135,8 +135,11 @@ def test_infeasible_model_is_reported():
         solve(m, max_iter=50, repair=True)
     messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert any("no repair: `model` is infeasible" in msg for msg in messages)
-    assert solve(m, "highs", repair=True).status == "infeasible"
-    assert solve(m, "clarabel").status == "infeasible"
+    for method in ("highs", "clarabel"):
+        # a reference solver without an optimum stops short too: converged=False with a warning
+        with pytest.warns(ConvergenceWarning, match=re.escape(f"{method}: the problem is infeasible")):
+            ref = solve(m, method, repair=True)
+        assert ref.status == "infeasible" and not ref.converged and np.isnan(ref.x).all()
     with pytest.raises(ValueError, match=re.escape("`model` is infeasible")):
         project_feasible(m, [0.5, 0.5])
 
@@ -146,9 +149,10 @@ def test_time_limit_and_max_iter_statuses():
     with pytest.warns(ConvergenceWarning):
         r = solve(model, max_iter=3)
     assert r.n_iter == 3 and r.status == "max_iter_reached"
-    with pytest.warns(ConvergenceWarning):
+    with pytest.warns(ConvergenceWarning, match=re.escape("admm: stopped at the time limit after")) as rec:
         r = solve(model, eps_abs=0.0, eps_rel=0.0, time_limit=0.05)
-    assert r.status == "time_limit_reached"
+    assert r.status == "time_limit_reached" and not r.converged
+    assert str(rec[0].message) == r.message and r.message.endswith("or increase time_limit")
     h = solve(model, "highs", time_limit=100.0)
     assert h.status == "optimal"
 
@@ -226,3 +230,102 @@ def test_parallel_and_sequential_kernels_agree(constraints):
     # same iterates; only the summation order of the residual norms may differ
     np.testing.assert_allclose(a.x, b.x, atol=1e-12)
     assert abs(a.n_iter - b.n_iter) <= 1
+
+
+def test_max_iter_1_warns_and_reports_max_iter_reached():
+    with pytest.warns(ConvergenceWarning) as rec:
+        r = solve(_friends(True), max_iter=1)
+    assert not r.converged and r.status == "max_iter_reached" and r.n_iter == 1
+    assert r.message.startswith("admm: stopped at the iteration limit (1) before converging; primal residual")
+    assert [str(w.message) for w in rec if w.category is ConvergenceWarning] == [r.message]
+    # the warning points at the caller, not at the library
+    assert rec[0].filename == __file__
+
+
+def test_converged_result_fields_and_messages():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # converged: no warning
+        r = solve(_friends(True), eps_abs=1e-8, eps_rel=1e-8)
+        h = solve(_friends(False), "highs")
+        c = solve(_friends(True), "clarabel")
+    assert r.status == "converged" and r.method == "admm"
+    assert r.message == f"admm: converged after {r.n_iter} iterations; residuals below tolerance"
+    assert h.status == "optimal" and h.converged and h.method == "highs"
+    assert h.message.startswith("highs: exact solution; HiGHS: ")
+    assert c.status == "optimal" and c.method == "clarabel"
+    assert c.message == "clarabel: exact solution; Clarabel status Solved"
+
+
+@pytest.mark.parametrize("method", ["admm", "highs", "clarabel"])
+def test_result_is_frozen_and_x_read_only(method):
+    import dataclasses
+
+    r = solve(_friends(False), method)
+    assert r.x.flags.writeable is False
+    with pytest.raises(ValueError, match="read-only"):
+        r.x[0] = 0.5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.objective = 0.0
+    assert isinstance(r.n_iter, int) and isinstance(r.converged, bool)
+
+
+def test_unknown_method_lists_the_valid_names():
+    with pytest.raises(ValueError, match=re.escape("`method` must be one of 'admm', 'highs', 'clarabel'; got 'ADMM'.")):
+        solve(_friends(True), method="ADMM")
+    with pytest.raises(ValueError, match=re.escape("`method` must be one of 'admm', 'highs', 'clarabel'; got None.")):
+        solve(_friends(True), method=None)
+
+
+@pytest.mark.parametrize("method", ["highs", "clarabel"])
+@pytest.mark.parametrize(
+    "option, value",
+    [("rho", 2.0), ("eps_abs", 1e-6), ("eps_rel", 1e-6), ("max_iter", 5), ("x0", [0.5, 0.5]), ("progress", False),
+     ("adaptive_rho", True), ("over_relaxation", 1.5), ("constraints", "local"), ("parallel", False)],
+)
+def test_admm_option_given_to_a_reference_solver_is_an_error(method, option, value):
+    with pytest.raises(ValueError, match=re.escape(f"`{option}` does not apply to `method`={method!r} "
+                                                   "(its options: `time_limit`, `repair`).")):
+        solve(_friends(False), method, **{option: value})
+
+
+def test_several_inapplicable_options_are_named_together():
+    with pytest.raises(ValueError, match=re.escape("`max_iter`, `rho` do not apply to `method`='highs'")):
+        solve(_friends(False), "highs", rho=2.0, max_iter=5)
+
+
+def test_reference_solvers_take_time_limit_and_repair():
+    r = solve(_friends(False), "highs", time_limit=60.0, repair=True)
+    assert r.status == "optimal" and r.max_violation <= 1e-9
+    r = solve(_friends(True), "clarabel", time_limit=60.0, repair=True)
+    assert r.status == "optimal"
+
+
+def test_options_are_keyword_only():
+    m = _friends(True)
+    with pytest.raises(TypeError, match="positional argument"):
+        solve(m, "admm", 1.0)
+
+
+def test_explicit_defaults_give_the_same_answer_as_none():
+    m = _friends(True)
+    a = solve(m)
+    b = solve(m, rho=1.0, eps_abs=1e-5, eps_rel=1e-3, max_iter=25_000, progress=False, adaptive_rho=False,
+              over_relaxation=1.0, constraints="auto", parallel=False, repair=False)
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.n_iter == b.n_iter
+
+
+def test_methods_are_callables():
+    from tractable.hlmrf import METHODS
+
+    assert list(METHODS) == ["admm", "highs", "clarabel"] and all(callable(f) for f in METHODS.values())
+
+
+def test_reference_solvers_import_their_dependencies_lazily():
+    import subprocess
+    import sys
+
+    code = ("import sys, tractable.hlmrf\n"
+            "print(*[m in sys.modules for m in ('clarabel', 'cvxpy', 'scipy.optimize')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "False"]

@@ -1,6 +1,7 @@
 """`tractable hlmrf MODEL` and the demo rows."""
 
 import argparse
+import re
 
 import numpy as np
 import pytest
@@ -30,6 +31,33 @@ def test_cli_solves_a_saved_model(tmp_path, capsys):
     rc = _main(["hlmrf", str(tmp_path / "m.npz"), "--method", "clarabel", "-o", str(tmp_path / "x.txt")])
     assert rc == 0
     np.testing.assert_allclose(np.loadtxt(tmp_path / "x.txt"), ref.x, atol=1e-9)
+
+
+def test_cli_passes_only_the_options_the_user_set(tmp_path, monkeypatch):
+    import tractable.hlmrf.admm as admm
+
+    m = opinion_diffusion(50, rng=0)
+    m.save(tmp_path / "m.npz")
+    seen = []
+    real = admm.solve
+
+    def spy(model, method="admm", **kwargs):
+        seen.append((method, kwargs))
+        return real(model, method, **kwargs)
+
+    monkeypatch.setattr(admm, "solve", spy)
+    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--no-progress"]) == 0
+    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--max-iter", "5000", "--rho", "0.5"]) == 0
+    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--method", "highs", "--time-limit", "60"]) == 0
+    assert seen == [("admm", {}), ("admm", {"rho": 0.5, "max_iter": 5000, "progress": True}),
+                    ("highs", {"time_limit": 60.0})]
+
+
+def test_cli_rejects_admm_options_for_reference_solvers(tmp_path):
+    m = opinion_diffusion(50, rng=0)
+    m.save(tmp_path / "m.npz")
+    with pytest.raises(ValueError, match=re.escape("`max_iter` does not apply to `method`='highs'")):
+        _main(["hlmrf", str(tmp_path / "m.npz"), "--method", "highs", "--max-iter", "5"])
 
 
 def test_cli_bad_file(tmp_path):

@@ -4,9 +4,15 @@ Binary variables ``y`` in {0, 1}^D with ``p(y) ∝ exp(theta . y + f(sum_d y_d))
 :func:`marginals`, :func:`log_partition`, :func:`sample` and :func:`map_assignment` use the
 convolution tree (O(D log^2 D)); :class:`RecursiveCardinalityModel` handles nested subsets with
 their own count potentials; :class:`TreeCardinalityModel` a tree-structured pairwise model plus one
-cardinality potential; :func:`chain_marginals` is the O(D^2) chain baseline.
+cardinality potential; :func:`chain_marginals` is the O(D^2) chain baseline. ``theta`` and ``f`` are
+Tarlow et al.'s symbols for the unary and count scores.
+
+Marginals come as a frozen :class:`CardinalityMarginals` (``marginals`` of shape (D, 2),
+``p_on = marginals[:, 1]``), MAP assignments as a ``MAPResult``; every ``method=`` is a convolution method of
+:data:`METHODS` (``"auto"``, ``"fft"``, ``"direct"``).
 """
 
+from ._convolve import METHODS
 from ._result import CardinalityMarginals
 from .chain import chain_marginals
 from .convolution_tree import log_partition, map_assignment, marginals, sample
@@ -15,6 +21,7 @@ from .tree_cardinality import TreeCardinalityModel
 
 __all__ = [
     "CardinalityMarginals",
+    "METHODS",
     "RecursiveCardinalityModel",
     "TreeCardinalityModel",
     "chain_marginals",

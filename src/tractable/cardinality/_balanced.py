@@ -18,6 +18,7 @@ import os
 import numpy as np
 import scipy.fft as sfft
 
+from ._convolve import DEFAULT_CROSSOVER, METHODS
 from ._kernels import block_config_cdfs, conv_direct_batch, corr_direct_batch, sample_descent_blocks
 
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
@@ -33,7 +34,7 @@ def _clean(x: np.ndarray) -> np.ndarray:
 class Balanced:
     """Upward messages of the balanced tree over ``n`` leaves (padded to a power of two)."""
 
-    def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = 48):
+    def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER):
         n, n_levels = self._init_leaves(leaf_logw, method, crossover)
         self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))
         for h in range(1, n_levels + 1):
@@ -74,7 +75,7 @@ class Balanced:
         return n, n_levels
 
     def _use_fft(self, width: int) -> bool:
-        return self.method == "fft" or (self.method == "auto" and width > self.crossover)
+        return METHODS[self.method](width, self.crossover)
 
     def _conv(self, level: np.ndarray, h: int) -> np.ndarray:
         """Convolve rows 2r and 2r + 1 of ``level`` (the messages of height h - 1)."""

@@ -20,11 +20,30 @@ import scipy.fft as sfft
 
 from ._kernels import conv_direct_batch, corr_direct_batch
 
-__all__ = ["DEFAULT_CROSSOVER", "convolve_rows", "correlate_rows"]
+__all__ = ["DEFAULT_CROSSOVER", "METHODS", "convolve_rows", "correlate_rows"]
 
 #: Row length up to which direct convolution is used: exact relative to every entry, and for short
 #: rows no slower than an FFT call.
 DEFAULT_CROSSOVER = 48
+
+
+def _fft_above_crossover(width: int, crossover: int) -> bool:
+    return width > crossover
+
+
+def _fft_always(width: int, crossover: int) -> bool:
+    return True
+
+
+def _fft_never(width: int, crossover: int) -> bool:
+    return False
+
+
+#: The convolution methods of the package (every ``method=`` of ``tractable.cardinality``): name ->
+#: rule ``use_fft(width, crossover)`` that decides, for messages of ``width`` entries, between FFT
+#: and direct convolution. ``"auto"`` convolves directly up to ``crossover`` entries (the only
+#: method that uses ``crossover``).
+METHODS = {"auto": _fft_above_crossover, "fft": _fft_always, "direct": _fft_never}
 
 _NOISE = 1e-14
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
@@ -60,7 +79,7 @@ def _clean(out: np.ndarray) -> np.ndarray:
 def convolve_rows(a: np.ndarray, b: np.ndarray, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER):
     """Full convolution of each row of ``a`` (n, m) with the same row of ``b`` (n, p): (n, m + p - 1)."""
     m, p = a.shape[1], b.shape[1]
-    if method == "direct" or (method == "auto" and max(m, p) <= crossover):
+    if not METHODS[method](max(m, p), crossover):
         return conv_direct_batch(np.ascontiguousarray(a), np.ascontiguousarray(b))
     n_out = m + p - 1
     nfft = sfft.next_fast_len(n_out, real=True)
@@ -78,7 +97,7 @@ def correlate_rows(a: np.ndarray, b: np.ndarray, width: int, *, method: str = "a
     parent's outgoing message correlated with the sibling's upward message.
     """
     m, p = a.shape[1], b.shape[1]
-    if method == "direct" or (method == "auto" and max(m, p) <= crossover):
+    if not METHODS[method](max(m, p), crossover):
         return corr_direct_batch(np.ascontiguousarray(a), np.ascontiguousarray(b), width)
     # circular correlation of length N has no wrap-around for j < width when N >= m and
     # N >= width + p - 1

@@ -8,13 +8,13 @@ accuracy reference of the package.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-_JIT = {"cache": True, "nogil": True}
+from .._numba import njit
+from .._random import uniform
 
 
-@numba.njit(**_JIT)
+@njit
 def conv_direct_batch(a, b):
     """Row-wise full convolution: ``out[r, k] = sum_j a[r, j] * b[r, k - j]``.
 
@@ -33,7 +33,7 @@ def conv_direct_batch(a, b):
     return out
 
 
-@numba.njit(**_JIT)
+@njit
 def corr_direct_batch(a, b, width):
     """Row-wise correlation: ``out[r, j] = sum_i a[r, j + i] * b[r, i]`` for ``j < width``.
 
@@ -52,7 +52,7 @@ def corr_direct_batch(a, b, width):
     return out
 
 
-@numba.njit(**_JIT)
+@njit
 def clean_normalize_rows(x, noise):
     """In place: zero entries below ``noise`` times the row maximum (and negatives), divide each
     row by its maximum; return the log of the maxima (``-inf`` for an all-zero row, left as is)."""
@@ -77,7 +77,7 @@ def clean_normalize_rows(x, noise):
     return logmax
 
 
-@numba.njit(**_JIT)
+@njit
 def corr_children_direct(a, up):
     """Downward messages of both children of every parent, interleaved like ``up``.
 
@@ -101,7 +101,7 @@ def corr_children_direct(a, up):
     return out
 
 
-@numba.njit(**_JIT)
+@njit
 def maxplus_conv_batch(a, b):
     """Row-wise max-plus convolution in log space: ``out[r, k] = max_j a[r, j] + b[r, k - j]``."""
     n, m = a.shape
@@ -119,7 +119,7 @@ def maxplus_conv_batch(a, b):
     return out
 
 
-@numba.njit(**_JIT)
+@njit
 def tree_sizes(left, right, n_leaves, size, height):
     """Fill leaf counts and heights of internal nodes (children have smaller ids than parents)."""
     for v in range(n_leaves, left.shape[0]):
@@ -127,7 +127,7 @@ def tree_sizes(left, right, n_leaves, size, height):
         height[v] = 1 + max(height[left[v]], height[right[v]])
 
 
-@numba.njit(**_JIT)
+@njit
 def _logaddexp(x, y):
     if x == -np.inf:
         return y
@@ -138,7 +138,7 @@ def _logaddexp(x, y):
     return y + np.log1p(np.exp(x - y))
 
 
-@numba.njit(**_JIT)
+@njit
 def chain_log_kernel(theta, f, kmax):
     """The chain algorithm (Sec. 6.1 of Tarlow et al. 2012) in log space, O(D * kmax).
 
@@ -192,26 +192,7 @@ def chain_log_kernel(theta, f, kmax):
     return logz, log1, log0, logw
 
 
-_U = np.uint64
-
-
-@numba.njit(inline="always", cache=True)
-def _uniform(state):
-    """xoroshiro128+ step: a uniform double in [0, 1) from the 2-word ``state`` (updated in place).
-
-    Seeded from the caller's numpy Generator; about 10x cheaper per draw than numba's
-    ``np.random.random``, which matters at one draw per leaf and sample.
-    """
-    s0 = state[0]
-    s1 = state[1]
-    result = s0 + s1
-    s1 ^= s0
-    state[0] = ((s0 << _U(55)) | (s0 >> _U(9))) ^ s1 ^ (s1 << _U(14))
-    state[1] = (s1 << _U(36)) | (s1 >> _U(28))
-    return float(result >> _U(11)) * (1.0 / 9007199254740992.0)
-
-
-@numba.njit(**_JIT)
+@njit
 def _split_cdf(up, off_l, len_l, off_r, len_r, c, buf, pos):
     """Write the CDF of z_l given z_p = c (weights up_l(j) up_r(c - j)) into buf[pos:]; return (lo, n)."""
     lo = max(0, c - (len_r - 1))
@@ -225,7 +206,7 @@ def _split_cdf(up, off_l, len_l, off_r, len_r, c, buf, pos):
     return lo, n
 
 
-@numba.njit(**_JIT)
+@njit
 def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves, state):
     """Draw the leaf states of each sample given its root count, splitting counts top-down.
 
@@ -284,7 +265,7 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
                     used += n
                 pos = cache_pos[slot]
                 n = cache_n[slot]
-                target = _uniform(state) * buf[pos + n - 1]
+                target = uniform(state) * buf[pos + n - 1]
                 # binary search for the first index whose CDF exceeds the target (never a
                 # zero-weight entry)
                 a = 0
@@ -304,7 +285,7 @@ def sample_descent(root_counts, order, left, right, up, offset, length, n_leaves
     return out
 
 
-@numba.njit(**_JIT)
+@njit
 def block_config_cdfs(leaf_vec, block, masks, start):
     """Per block, the CDF over the block's configurations of each count r.
 
@@ -342,7 +323,7 @@ def block_config_cdfs(leaf_vec, block, masks, start):
     return cdf
 
 
-@numba.njit(**_JIT)
+@njit
 def _split_stats(up, off_l, len_l, off_r, len_r, c):
     """Total weight and mode of the split of count ``c``: weights up_l(j) up_r(c - j), j in [lo, hi].
 
@@ -362,7 +343,7 @@ def _split_stats(up, off_l, len_l, off_r, len_r, c):
     return total, mode, lo, hi
 
 
-@numba.njit(inline="always", cache=True)
+@njit(inline="always")
 def _split_walk(up, off_l, off_r, lo, hi, c, mode, target):
     """Inversion sampling of the split: the first j whose cumulative weight exceeds ``target``.
 
@@ -397,7 +378,7 @@ def _split_walk(up, off_l, off_r, lo, hi, c, mode, target):
     return j
 
 
-@numba.njit(**_JIT)
+@njit
 def sample_descent_blocks(root_counts, order, left, right, up, offset, length, block_node0, block, tab,
                           masks, start, n_out, state):
     """Like :func:`sample_descent`, but stops at blocks of ``block`` leaves (node ids
@@ -448,7 +429,7 @@ def sample_descent_blocks(root_counts, order, left, right, up, offset, length, b
                     cache_mode[slot] = mode
                 lo = max(0, c - (length[rv] - 1))
                 hi = min(c, length[lv] - 1)
-                target = _uniform(state) * cache_total[slot]
+                target = uniform(state) * cache_total[slot]
                 j = _split_walk(up, offset[lv], offset[rv], lo, hi, c, cache_mode[slot], target)
                 counts[li, s] = j
                 counts[ri, s] = c - j
@@ -463,7 +444,7 @@ def sample_descent_blocks(root_counts, order, left, right, up, offset, length, b
                     continue
                 lo = start[r]
                 hi = start[r + 1] - 1
-                target = _uniform(state) * tab[bk, hi]
+                target = uniform(state) * tab[bk, hi]
                 while lo < hi:
                     mid = (lo + hi) // 2
                     if tab[bk, mid] > target:

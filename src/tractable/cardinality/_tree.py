@@ -19,9 +19,9 @@ from ._kernels import maxplus_conv_batch, tree_sizes
 NO_CONFIGURATION = "no configuration has non-zero probability"
 
 
-@dataclass
+@dataclass(frozen=True)
 class BinaryTree:
-    """Structure of a binary count tree (internal helper; arrays are indexed by node id)."""
+    """Structure of a binary count tree (internal helper; read-only arrays indexed by node id)."""
 
     n_leaves: int
     left: np.ndarray  # (n_nodes,) child ids, -1 for leaves
@@ -29,8 +29,8 @@ class BinaryTree:
     size: np.ndarray  # number of leaves below each node
     height: np.ndarray
     row: np.ndarray  # row of the node in its height's message array
-    levels: list  # levels[h] = node ids of height h (levels[0] = leaves)
-    widths: list  # widths[h] = max size + 1 over the nodes of height h
+    levels: tuple  # levels[h] = node ids of height h (levels[0] = leaves)
+    widths: tuple  # widths[h] = max size + 1 over the nodes of height h
     root: int
 
     @property
@@ -63,7 +63,9 @@ def finish_tree(n_leaves: int, left_list, right_list) -> BinaryTree:
         row[nodes] = np.arange(nodes.shape[0])
         widths.append(int(size[nodes].max()) + 1)
     root = int(levels[-1][0]) if n_nodes else 0
-    return BinaryTree(n_leaves, left, right, size, height, row, levels, widths, root)
+    for arr in (left, right, size, height, row, *levels):
+        arr.flags.writeable = False
+    return BinaryTree(n_leaves, left, right, size, height, row, tuple(levels), tuple(widths), root)
 
 
 @dataclass

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.fft as sfft
 
 from ._balanced import _WORKERS, Balanced
+from ._convolve import DEFAULT_CROSSOVER
 from ._kernels import clean_normalize_rows, conv_direct_batch, corr_children_direct
 
 _NOISE = 1e-14
@@ -41,7 +42,7 @@ def _trim(x: np.ndarray, lo: np.ndarray):
 class Windowed(Balanced):
     """Upward messages on windows; :meth:`downward` returns messages into the leaves."""
 
-    def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = 48):
+    def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER):
         n, n_levels = self._init_leaves(leaf_logw, method, crossover)
         self.lo = [np.zeros(1 << n_levels, dtype=np.int64)]
         self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))

@@ -12,20 +12,41 @@ import math
 import time
 
 import numpy as np
-from scipy.special import expit
 
-from .._results import frozen_array
 from .._validate import check_int
 from ._kernels import chain_log_kernel
-from ._result import CardinalityMarginals
+from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
-from .convolution_tree import _Problem
+from .convolution_tree import _Clamped, _validate_marginals_args
 
 __all__ = ["chain_marginals"]
 
 
-def chain_marginals(theta, f, max_count: int | None = None) -> CardinalityMarginals:
+def _chain_core(theta: np.ndarray, f: np.ndarray, max_count: int | None = None):
+    """The chain algorithm on trusted input (as ``convolution_tree._marginals_core``): returns
+    ``(log_odds (D,), count_marginals (D + 1,), log_partition)``; ``f`` must already be ``-inf``
+    above ``max_count``."""
+    prob = _Clamped(theta, f)
+    n = prob.n_free
+    kmax = n if max_count is None else max(0, min(n, max_count - prob.n_on))
+    logz, log1, log0, logw = chain_log_kernel(np.ascontiguousarray(prob.theta_free),
+                                              np.ascontiguousarray(prob.f_eff[:kmax + 1]), kmax)
+    if not logz > -np.inf:
+        raise ValueError(NO_CONFIGURATION + ".")
+    log_odds = theta.copy()  # clamped variables keep their ±inf
+    log_odds[prob.free] = log1 - log0
+    pi = np.zeros(n + 1)
+    with np.errstate(invalid="ignore"):
+        pi[:kmax + 1] = np.exp(logw + prob.f_eff[:kmax + 1] - logz)
+    logz = logz + math.fsum(np.maximum(prob.theta_free, 0.0))
+    pi = np.nan_to_num(pi, nan=0.0)
+    return log_odds, prob.full_count(pi), float(logz)
+
+
+def chain_marginals(theta, f, *, max_count: int | None = None) -> CardinalityMarginals:
     """Exact marginals by the O(D^2) log-space chain algorithm (O(D k) with ``max_count=k``).
+
+    ``theta`` and ``f`` are Tarlow et al.'s symbols for the unary and count scores.
 
     Parameters
     ----------
@@ -40,13 +61,14 @@ def chain_marginals(theta, f, max_count: int | None = None) -> CardinalityMargin
     Returns
     -------
     CardinalityMarginals
+        As :func:`~tractable.cardinality.marginals`, with ``method`` ``"chain"``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from tractable.cardinality import chain_marginals
     >>> res = chain_marginals(np.zeros(3), np.array([0.0, 0.0, -np.inf, -np.inf]))
-    >>> np.round(res.marginals, 4)
+    >>> np.round(res.p_on, 4)
     array([0.25, 0.25, 0.25])
     """
     t0 = time.perf_counter()
@@ -55,23 +77,6 @@ def chain_marginals(theta, f, max_count: int | None = None) -> CardinalityMargin
         f = np.array(f, dtype=np.float64, copy=True)
         if f.ndim == 1 and max_count + 1 < f.shape[0]:
             f[max_count + 1:] = -np.inf
-    prob = _Problem(theta, f)
-    n = prob.n_free
-    kmax = n if max_count is None else max(0, min(n, max_count - prob.n_on))
-    logz, log1, log0, logw = chain_log_kernel(prob.theta_free, np.ascontiguousarray(prob.f_eff[:kmax + 1]), kmax)
-    if not logz > -np.inf:
-        raise ValueError(NO_CONFIGURATION + ".")
-    mu = np.where(prob.on, 1.0, 0.0)
-    mu[prob.free] = expit(log1 - log0)
-    pi = np.zeros(n + 1)
-    with np.errstate(invalid="ignore"):
-        pi[:kmax + 1] = np.exp(logw + prob.f_eff[:kmax + 1] - logz)
-    logz = logz + math.fsum(np.maximum(prob.theta_free, 0.0))
-    pi = np.nan_to_num(pi, nan=0.0)
-    return CardinalityMarginals(
-        marginals=frozen_array(mu),
-        count_marginals=frozen_array(prob.full_count(pi)),
-        log_partition=float(logz),
-        time=time.perf_counter() - t0,
-        method="chain",
-    )
+    theta, f = _validate_marginals_args(theta, f)
+    log_odds, count, logz = _chain_core(theta, f, max_count)
+    return exact_result(log_odds, count, logz, t0, "chain")

@@ -15,6 +15,14 @@ entry is used where it is at least ``_THRESHOLD`` (1e-13) of the maximum, where 
 is ~3e-15 of the maximum; outside, log-concavity of the count weights gives a rigorous upper bound,
 and another tilted pass runs while the counts left out could carry more than ``_MASS_TOL``
 (3e-13) of the probability. With direct convolution only (short messages), every entry is exact.
+
+Validation and computation are apart. Each public function checks its arguments once
+(``_validate_marginals_args(theta, f)`` and ``_validate_options(method, crossover)``), then calls a
+core that trusts its input and copies nothing: **``_marginals_core(theta, f, method, crossover)``**
+(log-odds, count marginals, log Z, number of passes) and ``_log_partition_core``. Internal callers
+that call the computation many times (belief propagation, with the incoming messages as ``theta``)
+call the cores directly. ``theta`` and ``f`` are Tarlow et al.'s symbols for the unary and count
+scores (``unary`` and ``count_potential`` elsewhere in the library).
 """
 
 from __future__ import annotations
@@ -25,11 +33,13 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from .._results import MAPResult, frozen_array
-from .._validate import as_float_array, check_choice, check_int, check_rng
+from .._logspace import logsumexp
+from .._random import streams
+from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
+from .._validate import as_float_array, check_int, check_options, check_rng, resolve_method
 from ._balanced import Balanced
-from ._convolve import DEFAULT_CROSSOVER
-from ._result import CardinalityMarginals
+from ._convolve import DEFAULT_CROSSOVER, METHODS
+from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
 from ._windowed import Windowed
 
@@ -44,39 +54,60 @@ _MAX_PASSES = 64
 _MASS_TOL = 3e-13  # counts left unresolved may carry at most this probability in total
 _FFT_EPS = 3e-15  # relative error of FFT convolution at the maximum of a message, a few levels deep
 _COUNT_TOL = 1e-13  # target absolute accuracy of the count marginals
-_METHODS = ("auto", "fft", "direct")
 
 
-class _Problem:
-    """Validated input with clamped variables taken out."""
+def _validate_marginals_args(theta, f) -> tuple[np.ndarray, np.ndarray]:
+    """Check ``theta`` and ``f`` once for every public function; return them as new float64 arrays.
 
-    def __init__(self, theta, f):
-        theta = as_float_array(theta, "theta", ndim=1, allow_posinf=True)
-        n_vars = theta.shape[0]
-        f = as_float_array(f, "f", ndim=1)
-        if f.shape[0] != n_vars + 1:
-            raise ValueError(
-                f"`f` must have n_variables + 1 = {n_vars + 1} entries (one per count 0..{n_vars}); "
-                f"got {f.shape[0]}."
-            )
-        if not np.any(f > -np.inf):
-            raise ValueError(f"`f` is -inf at every count: {NO_CONFIGURATION}.")
-        self.theta = theta
-        self.f = f
-        self.n_vars = n_vars
+    Raises
+    ------
+    ValueError, TypeError
+        Wrong shapes or types, NaN, ``+inf`` in ``f``, or no configuration of non-zero probability
+        (``f`` is ``-inf`` at every count reachable given the clamped variables).
+    """
+    theta = as_float_array(theta, "theta", ndim=1, allow_posinf=True)
+    n_vars = theta.shape[0]
+    f = as_float_array(f, "f", ndim=1)
+    if f.shape[0] != n_vars + 1:
+        raise ValueError(
+            f"`f` must have n_variables + 1 = {n_vars + 1} entries (one per count 0..{n_vars}); "
+            f"got {f.shape[0]}."
+        )
+    if not np.any(f > -np.inf):
+        raise ValueError(f"`f` is -inf at every count: {NO_CONFIGURATION}.")
+    n_on = int(np.count_nonzero(np.isposinf(theta)))
+    n_off = int(np.count_nonzero(np.isneginf(theta)))
+    if not np.any(f[n_on:n_vars - n_off + 1] > -np.inf):
+        raise ValueError(
+            f"{NO_CONFIGURATION}: with {n_on} variables clamped on and "
+            f"{n_off} clamped off by `theta`, `f` is -inf at every reachable count "
+            f"{n_on}..{n_vars - n_off}."
+        )
+    return theta, f
+
+
+def _validate_options(method, crossover) -> int:
+    """Check ``method`` against :data:`METHODS` and ``crossover`` (only ``"auto"`` uses it);
+    return the crossover to use."""
+    resolve_method(method, METHODS)
+    check_options(method, {"crossover": crossover}, ("crossover",) if method == "auto" else ())
+    return DEFAULT_CROSSOVER if crossover is None else check_int(crossover, "crossover", minimum=1)
+
+
+class _Clamped:
+    """``theta`` and ``f`` with the clamped variables (``theta = ±inf``) taken out. No checks."""
+
+    def __init__(self, theta: np.ndarray, f: np.ndarray):
+        self.n_vars = theta.shape[0]
         self.on = np.isposinf(theta)
         self.off = np.isneginf(theta)
         self.free = np.nonzero(~(self.on | self.off))[0]
-        self.n_on = int(self.on.sum())
-        self.theta_free = theta[self.free]
+        self.n_on = int(np.count_nonzero(self.on))
         self.n_free = self.free.shape[0]
+        self.theta_free = theta if self.n_free == self.n_vars else theta[self.free]
         self.f_eff = f[self.n_on:self.n_on + self.n_free + 1]
         if not np.any(self.f_eff > -np.inf):
-            raise ValueError(
-                f"{NO_CONFIGURATION}: with {self.n_on} variables clamped on and "
-                f"{int(self.off.sum())} clamped off by `theta`, `f` is -inf at every reachable count "
-                f"{self.n_on}..{self.n_on + self.n_free}."
-            )
+            raise ValueError(NO_CONFIGURATION + ".")
 
     def full_count(self, pi_free: np.ndarray) -> np.ndarray:
         out = np.zeros(self.n_vars + 1)
@@ -203,7 +234,7 @@ class _Pass:
         self.bound = bound + self.const
 
 
-def _locate(prob: _Problem, method: str, crossover: int, dense: bool = False):
+def _locate(prob: _Clamped, method: str, crossover: int, dense: bool = False):
     """Run tilted upward passes until every count that could matter is resolved.
 
     Returns (passes, log P(count = k) (n+1,), owner pass of each count or -1, log Z).
@@ -298,21 +329,79 @@ def _log_partition_known(passes, owner, f):
         rel[sel] = f[sel] + passes[i].rel[sel] + off[i]
     if not np.any(rel > -np.inf):
         return -np.inf, rel
-    top = rel.max()
-    lse = top + np.log(np.sum(np.exp(rel - top)))
+    lse = logsumexp(rel)
     return passes[ref].const + lse, rel - lse
 
 
-def _prepare(theta, f, method, crossover):
-    check_choice(method, "method", _METHODS)
-    crossover = check_int(crossover, "crossover", minimum=1)
-    return _Problem(theta, f), crossover
+def _marginals_core(theta: np.ndarray, f: np.ndarray, method: str = "auto",
+                    crossover: int = DEFAULT_CROSSOVER):
+    """The computation of :func:`marginals` on trusted input: no checks, no copy of the input.
+
+    Internal callers (e.g. belief propagation, which calls it once per factor and iteration with
+    the incoming messages as ``theta``) call this directly.
+
+    Parameters
+    ----------
+    theta : ndarray of shape (D,), float64
+        Unary scores; ``±inf`` clamp. Not modified.
+    f : ndarray of shape (D + 1,), float64
+        Count scores, ``-inf`` allowed, not all ``-inf`` at the reachable counts. Not modified.
+    method : str
+        A key of :data:`METHODS`.
+    crossover : int
+        Message length up to which ``"auto"`` convolves directly (>= 1).
+
+    Returns
+    -------
+    log_odds : ndarray of shape (D,)
+        ``log P(y_d = 1) - log P(y_d = 0)`` (``±inf`` for clamped variables). With the incoming
+        messages as ``theta``, ``log_odds - theta`` are the outgoing sum-product messages.
+    count_marginals : ndarray of shape (D + 1,)
+        ``P(sum_d y_d = k)``.
+    log_partition : float
+    n_passes : int
+        Number of tilted upward passes.
+
+    Raises
+    ------
+    ValueError
+        ``f`` is ``-inf`` at every count reachable given the clamped variables.
+    """
+    prob = _Clamped(theta, f)
+    if prob.n_free == 0:
+        return theta.copy(), prob.full_count(np.ones(1)), float(prob.f_eff[0]), 0
+    passes, logpi, owner, logz = _locate(prob, method, crossover)
+    f_eff = prob.f_eff
+    n = prob.n_free
+    sig = logpi > -np.inf
+    pi = np.exp(logpi)
+    log1 = np.full(n, -np.inf)
+    log0 = np.full(n, -np.inf)
+    ks = np.arange(n + 1)
+    for i in np.unique(owner[sig]):
+        p = passes[i]
+        root_out = np.where(sig & (owner == i), f_eff + p.tilt * ks, -np.inf)
+        vec, scale = p.up.downward(root_out)
+        with np.errstate(divide="ignore"):
+            lo = np.log(vec) + scale[:, None]
+        log1 = np.logaddexp(log1, lo[:, 1] + prob.theta_free - p.tilt)
+        log0 = np.logaddexp(log0, lo[:, 0])
+        if i != len(passes) - 1:
+            p.up = None  # free memory early
+    log1 -= log0
+    if n == prob.n_vars:
+        log_odds = log1
+    else:
+        log_odds = theta.copy()  # clamped variables keep their ±inf
+        log_odds[prob.free] = log1
+    return log_odds, prob.full_count(pi), float(logz), len(passes)
 
 
-def marginals(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER) -> CardinalityMarginals:
+def marginals(theta, f, *, method: str = "auto", crossover: int | None = None) -> CardinalityMarginals:
     """Exact marginals, count marginals and log partition function of a cardinality model.
 
-    The model is ``p(y) ∝ exp(theta . y + f(sum_d y_d))`` over ``y`` in {0, 1}^D.
+    The model is ``p(y) ∝ exp(theta . y + f(sum_d y_d))`` over ``y`` in {0, 1}^D (``theta`` and
+    ``f`` are Tarlow et al.'s symbols for the unary and count scores).
 
     Parameters
     ----------
@@ -324,29 +413,32 @@ def marginals(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CROSSO
         Log-potential of the count ``sum_d y_d`` (``f[k]`` for count ``k``); ``-inf`` forbids a
         count (hard constraints such as "between 3 and 10 are on").
     method : {"auto", "fft", "direct"}
-        Convolution kernel: ``"auto"`` uses direct convolution for messages of up to ``crossover``
-        entries and FFT above.
-    crossover : int
-        Message length up to which ``"auto"`` convolves directly.
+        Convolution kernel (:data:`METHODS`): ``"auto"`` uses direct convolution for messages of
+        up to ``crossover`` entries and FFT above.
+    crossover : int, optional
+        Message length up to which ``"auto"`` convolves directly (default 48). Only for
+        ``method="auto"``.
 
     Returns
     -------
     CardinalityMarginals
-        ``marginals`` (D,) = ``P(y_d = 1)`` = ``d log Z / d theta``; ``count_marginals`` (D + 1,)
-        = ``P(sum y = k)`` = ``d log Z / d f``; ``log_partition``; ``time``.
+        ``marginals`` (D, 2) = ``[P(y_d = 0), P(y_d = 1)]``, with ``p_on = marginals[:, 1]`` =
+        ``d log Z / d theta``; ``count_marginals`` (D + 1,) = ``P(sum y = k)`` = ``d log Z / d f``;
+        ``log_partition``; ``time``; ``method`` (the name passed); ``status`` ``"optimal"``.
 
     Raises
     ------
     ValueError
         If ``f`` does not have D + 1 entries, ``theta`` or ``f`` contain NaN, ``f`` contains
-        ``+inf``, or no configuration has non-zero probability.
+        ``+inf``, no configuration has non-zero probability, ``method`` is unknown or
+        ``crossover`` is given with a method other than ``"auto"``.
 
     Notes
     -----
     Convolution tree of [1]_, Sec. 5, on an exponentially tilted copy of the model (see the module
     docstring); O(D log^2 D) time and O(D log D) memory for one tilt. Marginals are formed as
-    ``sigmoid(log mass(y_d = 1) - log mass(y_d = 0))``, so tiny marginals keep their relative
-    accuracy.
+    ``sigmoid(±(log mass(y_d = 1) - log mass(y_d = 0)))``, so tiny marginals (and their
+    complements) keep their relative accuracy.
 
     References
     ----------
@@ -358,50 +450,30 @@ def marginals(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CROSSO
     >>> import numpy as np
     >>> from tractable.cardinality import marginals
     >>> res = marginals(np.zeros(3), np.array([0.0, 0.0, -np.inf, -np.inf]))  # at most one on
-    >>> np.round(res.marginals, 4)
+    >>> np.round(res.p_on, 4)
     array([0.25, 0.25, 0.25])
+    >>> res.marginals.shape, res.status
+    ((3, 2), 'optimal')
     >>> round(float(np.exp(res.log_partition)), 6)
     4.0
     """
     t0 = time.perf_counter()
-    prob, crossover = _prepare(theta, f, method, crossover)
-    mu = np.where(prob.on, 1.0, 0.0)
+    theta, f = _validate_marginals_args(theta, f)
+    crossover = _validate_options(method, crossover)
+    log_odds, count, logz, n_passes = _marginals_core(theta, f, method, crossover)
+    return exact_result(log_odds, count, logz, t0, method, n_passes)
+
+
+def _log_partition_core(theta: np.ndarray, f: np.ndarray, method: str = "auto",
+                        crossover: int = DEFAULT_CROSSOVER) -> float:
+    """``log Z`` on trusted input (as :func:`_marginals_core`), by upward passes only."""
+    prob = _Clamped(theta, f)
     if prob.n_free == 0:
-        pi = np.ones(1)
-        logz = float(prob.f_eff[0])
-        n_passes = 0
-    else:
-        passes, logpi, owner, logz = _locate(prob, method, crossover)
-        f_eff = prob.f_eff
-        n = prob.n_free
-        sig = logpi > -np.inf
-        pi = np.exp(logpi)
-        log1 = np.full(n, -np.inf)
-        log0 = np.full(n, -np.inf)
-        ks = np.arange(n + 1)
-        for i in np.unique(owner[sig]):
-            p = passes[i]
-            root_out = np.where(sig & (owner == i), f_eff + p.tilt * ks, -np.inf)
-            vec, scale = p.up.downward(root_out)
-            with np.errstate(divide="ignore"):
-                lo = np.log(vec) + scale[:, None]
-            log1 = np.logaddexp(log1, lo[:, 1] + prob.theta_free - p.tilt)
-            log0 = np.logaddexp(log0, lo[:, 0])
-            if i != len(passes) - 1:
-                p.up = None  # free memory early
-        mu[prob.free] = expit(log1 - log0)
-        n_passes = len(passes)
-    return CardinalityMarginals(
-        marginals=frozen_array(mu),
-        count_marginals=frozen_array(prob.full_count(pi)),
-        log_partition=float(logz),
-        time=time.perf_counter() - t0,
-        method=f"convolution_tree[{method}]",
-        n_passes=n_passes,
-    )
+        return float(prob.f_eff[0])
+    return float(_locate(prob, method, crossover)[3])
 
 
-def log_partition(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER) -> float:
+def log_partition(theta, f, *, method: str = "auto", crossover: int | None = None) -> float:
     """``log Z = log sum_y exp(theta . y + f(sum y))`` by the upward pass only.
 
     Parameters and conventions as in :func:`marginals`; O(D log^2 D).
@@ -413,14 +485,13 @@ def log_partition(theta, f, *, method: str = "auto", crossover: int = DEFAULT_CR
     >>> round(float(log_partition(np.zeros(4), np.zeros(5)) / np.log(2)), 6)  # 2^4 configurations
     4.0
     """
-    prob, crossover = _prepare(theta, f, method, crossover)
-    if prob.n_free == 0:
-        return float(prob.f_eff[0])
-    return float(_locate(prob, method, crossover)[3])
+    theta, f = _validate_marginals_args(theta, f)
+    crossover = _validate_options(method, crossover)
+    return _log_partition_core(theta, f, method, crossover)
 
 
-def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
-           crossover: int = DEFAULT_CROSSOVER) -> np.ndarray:
+def sample(theta, f, *, size: int = 1, rng=None, method: str = "auto",
+           crossover: int | None = None) -> np.ndarray:
     """Exact joint samples of ``p(y) ∝ exp(theta . y + f(sum y))``.
 
     Sec. 5.3 of Tarlow et al. (2012): after the upward pass, draw the root count from its
@@ -437,7 +508,8 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     size : int
         Number of samples.
     rng : None, int or numpy.random.Generator
-        Source of randomness.
+        Source of randomness (the same seed gives the same samples).
+    method, crossover : see :func:`marginals`.
 
     Returns
     -------
@@ -451,9 +523,11 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     >>> s.sum(axis=1).tolist()
     [2, 2, 2]
     """
-    prob, crossover = _prepare(theta, f, method, crossover)
+    theta, f = _validate_marginals_args(theta, f)
+    crossover = _validate_options(method, crossover)
     size = check_int(size, "size", minimum=0)
     rng = check_rng(rng)
+    prob = _Clamped(theta, f)
     if prob.n_free == 0 or size == 0:
         out = np.zeros((size, prob.n_vars), dtype=np.uint8)
         out[:, prob.on] = 1
@@ -467,14 +541,13 @@ def sample(theta, f, size: int = 1, rng=None, *, method: str = "auto",
     which = owner[counts]
     groups = np.unique(which)
     if groups.size == 1:  # one pass resolves every drawn count: no gathering needed
-        state = rng.integers(1, 2**63, size=2, dtype=np.uint64)
-        free_rows = passes[groups[0]].up.sample(counts, state)
+        free_rows = passes[groups[0]].up.sample(counts, streams(rng))
     else:
         free_rows = np.empty((size, n), dtype=np.uint8)
-        for i in groups:
+        states = streams(rng, groups.size)
+        for g, i in enumerate(groups):
             sel = np.nonzero(which == i)[0]
-            state = rng.integers(1, 2**63, size=2, dtype=np.uint64)
-            free_rows[sel] = passes[i].up.sample(counts[sel], state)
+            free_rows[sel] = passes[i].up.sample(counts[sel], states[g])
     if n == prob.n_vars:
         return free_rows
     out = np.zeros((size, prob.n_vars), dtype=np.uint8)
@@ -497,7 +570,8 @@ def map_assignment(theta, f) -> MAPResult:
     -------
     MAPResult
         ``assignment`` (D,) int64, ``score`` (``theta . y + f(sum y)`` over the free variables),
-        ``time``. Ties go to the smallest count, then to the smallest variable indices.
+        ``time``, ``method`` ``"sort_scan"``, ``status`` ``"optimal"``. Ties go to the smallest
+        count, then to the smallest variable indices.
 
     Examples
     --------
@@ -507,7 +581,8 @@ def map_assignment(theta, f) -> MAPResult:
     array([1, 0, 1])
     """
     t0 = time.perf_counter()
-    prob = _Problem(theta, f)
+    theta, f = _validate_marginals_args(theta, f)
+    prob = _Clamped(theta, f)
     y = np.where(prob.on, 1, 0).astype(np.int64)
     order = np.argsort(-prob.theta_free, kind="stable")
     cums = np.concatenate([[0.0], np.cumsum(prob.theta_free[order])])
@@ -515,5 +590,4 @@ def map_assignment(theta, f) -> MAPResult:
     k = int(np.argmax(scores))
     y[prob.free[order[:k]]] = 1
     return MAPResult(assignment=frozen_array(y), score=float(scores[k]), time=time.perf_counter() - t0,
-                     method="sort_scan")
-
+                     method="sort_scan", message=stop_message(OPTIMAL, "sort_scan", 0))

@@ -1,25 +1,32 @@
 """Recursive cardinality models (Sec. 4 of Tarlow et al. 2012): nested subsets, each with a count potential.
 
-``p(y) ∝ exp(theta . y + sum_i f_i(sum_{d in S_i} y_d))`` for a *nested* family of subsets
-(any two are disjoint or one contains the other). The binary tree of count variables is aligned
-with the subsets (Sec. 5.2): every subset is an internal node whose potential is a unary
+``p(y) ∝ exp(unary . y + sum_i count_potentials[i](sum_{d in S_i} y_d))`` for a *nested* family of
+subsets (any two are disjoint or one contains the other). The binary tree of count variables is
+aligned with the subsets (Sec. 5.2): every subset is an internal node whose potential is a unary
 potential on its count, and sum-product (or max-product) runs on that tree.
+
+The structure (subsets, count potentials and the tree built from them) is checked and built once
+into a frozen :class:`_Structure`; a model is that structure plus the unary scores it is evaluated
+with, and :meth:`RecursiveCardinalityModel.with_unary` evaluates the same structure with other
+unary scores without rebuilding it.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
-from scipy.special import expit
 
-from .._results import MAPResult, frozen_array
-from .._validate import as_float_array, as_index_array, check_choice, check_int, check_rng
-from ._convolve import DEFAULT_CROSSOVER
+from .._random import streams
+from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
+from .._validate import as_float_array, as_index_array, check_int, check_rng
 from ._kernels import sample_descent
-from ._result import CardinalityMarginals
+from ._result import CardinalityMarginals, exact_result
 from ._tree import (
     NO_CONFIGURATION,
+    BinaryTree,
     backtrack_max,
     downward,
     finish_tree,
@@ -28,8 +35,158 @@ from ._tree import (
     upward,
     upward_max,
 )
+from .convolution_tree import _validate_options
 
 __all__ = ["RecursiveCardinalityModel"]
+
+
+@dataclass(frozen=True, eq=False)
+class _Structure:
+    """The unary-independent part of a model, built once (read-only arrays, immutable containers)."""
+
+    n_variables: int
+    subsets: tuple  # sorted index arrays
+    count_potentials: tuple
+    tree: BinaryTree
+    node_of_subset: tuple  # tree node of each subset (identical subsets share one)
+    leaf_potentials: np.ndarray  # (n, 2): potentials of singleton subsets, folded into the leaves
+    potentials_by_height: MappingProxyType  # {height: (n_h, w_h) log potentials of internal nodes}
+
+
+def _validate_structure(n_variables, subsets, count_potentials):
+    """Check the structure arguments; return ``(n, subsets, count_potentials)`` as read-only arrays."""
+    n = check_int(n_variables, "n_variables", minimum=1)
+    if isinstance(subsets, np.ndarray) and subsets.ndim == 2:
+        subsets = list(subsets)
+    try:
+        subsets = list(subsets)
+        count_potentials = list(count_potentials)
+    except TypeError as err:
+        raise TypeError("`subsets` and `count_potentials` must be sequences.") from err
+    if len(subsets) != len(count_potentials):
+        raise ValueError(
+            f"`count_potentials` must have one entry per subset ({len(subsets)}); got {len(count_potentials)}."
+        )
+    subs = []
+    pots = []
+    for i, (s, f) in enumerate(zip(subsets, count_potentials)):
+        idx = as_index_array(s, f"subsets[{i}]", size=n)
+        if idx.size == 0:
+            raise ValueError(f"`subsets[{i}]` must not be empty.")
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"`subsets[{i}]` must not repeat a variable; got {idx.tolist()}.")
+        f = as_float_array(f, f"count_potentials[{i}]", ndim=1)
+        if f.shape[0] != idx.size + 1:
+            raise ValueError(
+                f"`count_potentials[{i}]` must have len(subsets[{i}]) + 1 = {idx.size + 1} entries; "
+                f"got {f.shape[0]}."
+            )
+        if not np.any(f > -np.inf):
+            raise ValueError(f"`count_potentials[{i}]` is -inf at every count: {NO_CONFIGURATION}.")
+        idx = np.sort(idx)
+        idx.flags.writeable = False
+        f.flags.writeable = False
+        subs.append(idx)
+        pots.append(f)
+    return n, tuple(subs), tuple(pots)
+
+
+def _build_structure(n: int, subs: tuple, pots: tuple) -> _Structure:
+    """Align a binary count tree with the validated nested subsets (rejecting non-nested ones)."""
+    order = sorted(range(len(subs)), key=lambda i: -subs[i].size)
+    owner = np.full(n, -1)
+    parent = {}
+    canonical = {}  # identical subsets map to the first one
+    for i in order:
+        s = subs[i]
+        own = np.unique(owner[s])
+        if own.size == 1 and own[0] >= 0 and subs[own[0]].size == s.size:
+            canonical[i] = canonical.get(int(own[0]), int(own[0]))
+            continue
+        if own.size > 1:
+            for a in own:
+                if a >= 0 and not np.isin(s, subs[a]).all():
+                    a = canonical.get(int(a), int(a))
+                    raise ValueError(
+                        f"`subsets` must be nested (any two disjoint or one inside the other); "
+                        f"subsets[{min(a, i)}] and subsets[{max(a, i)}] overlap without one "
+                        f"containing the other."
+                    )
+        canonical[i] = i
+        parent[i] = int(own[0])
+        owner[s] = i
+    reps = [i for i in order if canonical[i] == i]
+    children = {i: [] for i in reps}
+    children[-1] = []
+    for i in reps:
+        children[parent[i]].append(("s", i))
+    for d in range(n):
+        children[int(owner[d])].append(("v", d))
+    # bottom-up: smallest subsets first, then the top group
+    node_of = {}
+    lefts: list = []
+    rights: list = []
+    next_id = [n]
+
+    def combine(items):
+        ids = [node_of[x[1]] if x[0] == "s" else x[1] for x in items]
+        while len(ids) > 1:
+            new = []
+            for k in range(0, len(ids) - 1, 2):
+                lefts.append(ids[k])
+                rights.append(ids[k + 1])
+                new.append(next_id[0])
+                next_id[0] += 1
+            if len(ids) % 2:
+                new.append(ids[-1])
+            ids = new
+        return ids[0]
+
+    for i in reversed(reps):
+        node_of[i] = combine(children[i])
+    pot_sum = {}
+    for i in range(len(subs)):
+        v = node_of[canonical[i]]
+        pot_sum[v] = pot_sum.get(v, 0.0) + pots[i]
+    root = combine(children[-1])
+    tree = finish_tree(n, [np.array(lefts, dtype=np.int64)], [np.array(rights, dtype=np.int64)])
+    assert tree.root == root or n == 1
+    # leaf potentials fold into the leaf log weights; the others go per height
+    leaf = np.zeros((n, 2))
+    pots_h: dict = {}
+    for v, f in pot_sum.items():
+        if v < n:
+            leaf[v] += f
+            continue
+        h = int(tree.height[v])
+        if h not in pots_h:
+            pots_h[h] = np.zeros((tree.levels[h].shape[0], tree.widths[h]))
+        pots_h[h][tree.row[v], :f.shape[0]] = f
+    for arr in (leaf, *pots_h.values()):
+        arr.flags.writeable = False
+    return _Structure(n, subs, pots, tree, tuple(node_of[canonical[i]] for i in range(len(subs))), leaf,
+                      MappingProxyType(pots_h))
+
+
+def _validate_unary(unary, n: int) -> np.ndarray:
+    theta = np.zeros(n) if unary is None else as_float_array(unary, "unary", ndim=1, allow_posinf=True)
+    if theta.shape != (n,):
+        raise ValueError(f"`unary` must have shape ({n},); got {theta.shape}.")
+    theta.flags.writeable = False
+    return theta
+
+
+def _leaf_log_weights(structure: _Structure, unary: np.ndarray) -> np.ndarray:
+    """(n, 2) log weights of y_d = 0 / 1: the unary scores (``+inf`` clamps on) plus the singleton
+    subsets' potentials."""
+    logw = np.zeros((structure.n_variables, 2))
+    logw[:, 1] = unary
+    logw[np.isposinf(unary)] = [-np.inf, 0.0]
+    logw += structure.leaf_potentials
+    if np.any(np.all(np.isneginf(logw), axis=1)):
+        raise ValueError(NO_CONFIGURATION + ".")
+    logw.flags.writeable = False
+    return logw
 
 
 class RecursiveCardinalityModel:
@@ -42,15 +199,17 @@ class RecursiveCardinalityModel:
     subsets : sequence of sequences of int
         The nested subsets ``S_i`` (variable indices in ``0 .. D-1``). Any two must be disjoint
         or one must contain the other. Identical subsets are allowed (their potentials add).
-    potentials : sequence of array_like
-        ``potentials[i]`` has shape ``(len(subsets[i]) + 1,)``: the log-potential of the count of
-        ``S_i`` (``-inf`` allowed).
+    count_potentials : sequence of array_like
+        ``count_potentials[i]`` has shape ``(len(subsets[i]) + 1,)``: the log-potential of the
+        count of ``S_i`` (``-inf`` allowed).
     unary : array_like of shape (D,), optional
-        Log-potential ``theta`` of ``y_d = 1`` (``±inf`` clamp the variable). Default 0.
+        Log-potential of ``y_d = 1`` (``±inf`` clamp the variable). Default 0.
     method : {"auto", "fft", "direct"}
-        Convolution kernel; ``"auto"`` convolves directly up to ``crossover`` entries.
-    crossover : int
-        Message length up to which ``"auto"`` convolves directly.
+        Convolution kernel (``tractable.cardinality.METHODS``); ``"auto"`` convolves directly up
+        to ``crossover`` entries.
+    crossover : int, optional
+        Message length up to which ``"auto"`` convolves directly (default 48). Only for
+        ``method="auto"``.
 
     Raises
     ------
@@ -61,6 +220,11 @@ class RecursiveCardinalityModel:
 
     Notes
     -----
+    The subsets, their count potentials and the count tree aligned with them are built once into
+    a frozen structure; :meth:`with_unary` gives a model with other unary scores on the same
+    structure, without rebuilding it. A model is immutable; its sum-product passes are computed
+    on first use and memoized in a private attribute (never stale, since nothing can change).
+
     Time O(sum over internal nodes of the message length times its log) for FFT messages:
     O(D log^2 D) when the subsets allow a balanced tree, O(D^2) in the worst case. Messages are
     normalized with a log scale; with FFT convolutions every message is accurate relative to its
@@ -74,204 +238,151 @@ class RecursiveCardinalityModel:
     >>> m = RecursiveCardinalityModel(4, [[0, 1], [2, 3]], [[0, 0, -np.inf], [0, 0, -np.inf]])
     >>> round(float(np.exp(m.log_partition())), 6)  # (1 + 2) ** 2 configurations
     9.0
+    >>> m2 = m.with_unary([5.0, 0.0, 0.0, 0.0])  # same subsets and tree, other unary scores
+    >>> m2.marginals().p_on.round(3)
+    array([0.987, 0.007, 0.333, 0.333])
     """
 
-    def __init__(self, n_variables, subsets, potentials, unary=None, *, method: str = "auto",
-                 crossover: int = DEFAULT_CROSSOVER):
-        n = check_int(n_variables, "n_variables", minimum=1)
-        self.n_variables = n
-        self.method = check_choice(method, "method", ("auto", "fft", "direct"))
-        self.crossover = check_int(crossover, "crossover", minimum=1)
-        if isinstance(subsets, np.ndarray) and subsets.ndim == 2:
-            subsets = list(subsets)
-        try:
-            subsets = list(subsets)
-            potentials = list(potentials)
-        except TypeError as err:
-            raise TypeError("`subsets` and `potentials` must be sequences.") from err
-        if len(subsets) != len(potentials):
-            raise ValueError(
-                f"`potentials` must have one entry per subset ({len(subsets)}); got {len(potentials)}."
-            )
-        subs = []
-        pots = []
-        for i, (s, f) in enumerate(zip(subsets, potentials)):
-            idx = as_index_array(s, f"subsets[{i}]", size=n)
-            if idx.size == 0:
-                raise ValueError(f"`subsets[{i}]` must not be empty.")
-            if np.unique(idx).size != idx.size:
-                raise ValueError(f"`subsets[{i}]` must not repeat a variable; got {idx.tolist()}.")
-            f = as_float_array(f, f"potentials[{i}]", ndim=1)
-            if f.shape[0] != idx.size + 1:
-                raise ValueError(
-                    f"`potentials[{i}]` must have len(subsets[{i}]) + 1 = {idx.size + 1} entries; "
-                    f"got {f.shape[0]}."
-                )
-            if not np.any(f > -np.inf):
-                raise ValueError(f"`potentials[{i}]` is -inf at every count: {NO_CONFIGURATION}.")
-            subs.append(np.sort(idx))
-            f.flags.writeable = False
-            pots.append(f)
-        theta = np.zeros(n) if unary is None else as_float_array(unary, "unary", ndim=1, allow_posinf=True)
-        if theta.shape != (n,):
-            raise ValueError(f"`unary` must have shape ({n},); got {theta.shape}.")
-        theta.flags.writeable = False
-        self.subsets = subs
-        self.potentials = pots
-        self.unary = theta
-        self._build()
+    def __init__(self, n_variables, subsets, count_potentials, unary=None, *, method: str = "auto",
+                 crossover: int | None = None):
+        crossover = _validate_options(method, crossover)
+        n, subs, pots = _validate_structure(n_variables, subsets, count_potentials)
+        structure = _build_structure(n, subs, pots)
+        self._init(structure, _validate_unary(unary, n), method, crossover)
 
-    # ------------------------------------------------------------------ structure
-    def _build(self) -> None:
-        n = self.n_variables
-        subs = self.subsets
-        order = sorted(range(len(subs)), key=lambda i: -subs[i].size)
-        owner = np.full(n, -1)
-        parent = {}
-        canonical = {}  # identical subsets map to the first one
-        for i in order:
-            s = subs[i]
-            own = np.unique(owner[s])
-            if own.size == 1 and own[0] >= 0 and subs[own[0]].size == s.size:
-                canonical[i] = canonical.get(int(own[0]), int(own[0]))
-                continue
-            if own.size > 1:
-                for a in own:
-                    if a >= 0 and not np.isin(s, subs[a]).all():
-                        a = canonical.get(int(a), int(a))
-                        raise ValueError(
-                            f"`subsets` must be nested (any two disjoint or one inside the other); "
-                            f"subsets[{min(a, i)}] and subsets[{max(a, i)}] overlap without one "
-                            f"containing the other."
-                        )
-            canonical[i] = i
-            parent[i] = int(own[0])
-            owner[s] = i
-        reps = [i for i in order if canonical[i] == i]
-        children = {i: [] for i in reps}
-        children[-1] = []
-        for i in reps:
-            children[parent[i]].append(("s", i))
-        for d in range(n):
-            children[int(owner[d])].append(("v", d))
-        # bottom-up: smallest subsets first, then the top group
-        node_of = {}
-        lefts: list = []
-        rights: list = []
-        next_id = [n]
+    def _init(self, structure: _Structure, unary: np.ndarray, method: str, crossover: int) -> None:
+        self._structure = structure
+        self._unary = unary
+        self._method = method
+        self._crossover = crossover
+        self._leaf_logw = _leaf_log_weights(structure, unary)
+        self._memo = None  # (upward, downward) messages, computed on first use
 
-        def combine(items):
-            ids = [node_of[x[1]] if x[0] == "s" else x[1] for x in items]
-            while len(ids) > 1:
-                new = []
-                for k in range(0, len(ids) - 1, 2):
-                    lefts.append(ids[k])
-                    rights.append(ids[k + 1])
-                    new.append(next_id[0])
-                    next_id[0] += 1
-                if len(ids) % 2:
-                    new.append(ids[-1])
-                ids = new
-            return ids[0]
+    def with_unary(self, unary) -> RecursiveCardinalityModel:
+        """The same model (subsets, count potentials, built tree, method) with other unary scores.
 
-        for i in reversed(reps):
-            v = combine(children[i])
-            node_of[i] = v
-        pot_sum = {}
-        for i in range(len(subs)):
-            v = node_of[canonical[i]]
-            pot_sum[v] = pot_sum.get(v, 0.0) + self.potentials[i]
-        root = combine(children[-1])
-        self._node_of_subset = [node_of[canonical[i]] for i in range(len(subs))]
-        tree = finish_tree(n, [np.array(lefts, dtype=np.int64)], [np.array(rights, dtype=np.int64)])
-        assert tree.root == root or n == 1
-        self._tree = tree
-        # leaf potentials fold into the leaf log weights; the others go per height
-        logw = np.zeros((n, 2))
-        logw[:, 1] = self.unary
-        logw[np.isposinf(self.unary)] = [-np.inf, 0.0]
-        pots_h: dict = {}
-        for v, f in pot_sum.items():
-            if v < n:
-                logw[v] += f
-                continue
-            h = int(tree.height[v])
-            if h not in pots_h:
-                pots_h[h] = np.zeros((tree.levels[h].shape[0], tree.widths[h]))
-            pots_h[h][tree.row[v], :f.shape[0]] = f
-        if np.any(np.all(np.isneginf(logw), axis=1)):
-            raise ValueError(NO_CONFIGURATION + ".")
-        self._leaf_logw = logw
-        self._pots = pots_h
-        self._cache = None
+        Parameters
+        ----------
+        unary : array_like of shape (D,)
+            Log-potential of ``y_d = 1`` (``±inf`` clamp the variable).
 
-    def _passes(self):
-        if self._cache is None:
-            up = upward(self._tree, self._leaf_logw, self._pots, method=self.method, crossover=self.crossover)
-            out = downward(self._tree, up, None, self._pots, method=self.method, crossover=self.crossover)
-            self._cache = (up, out)
-        return self._cache
+        Returns
+        -------
+        RecursiveCardinalityModel
+            A new model that shares this one's structure (nothing is rebuilt).
+        """
+        model = object.__new__(type(self))
+        model._init(self._structure, _validate_unary(unary, self.n_variables), self._method, self._crossover)
+        return model
+
+    # ------------------------------------------------------------------ read-only attributes
+    @property
+    def n_variables(self) -> int:
+        """Number of binary variables D."""
+        return self._structure.n_variables
+
+    @property
+    def subsets(self) -> tuple:
+        """The subsets as sorted read-only index arrays, in the order given."""
+        return self._structure.subsets
+
+    @property
+    def count_potentials(self) -> tuple:
+        """The count potentials (read-only arrays), in the order of :attr:`subsets`."""
+        return self._structure.count_potentials
+
+    @property
+    def unary(self) -> np.ndarray:
+        """The unary scores, shape (D,), read-only."""
+        return self._unary
+
+    @property
+    def method(self) -> str:
+        """The convolution method."""
+        return self._method
+
+    @property
+    def crossover(self) -> int:
+        """Message length up to which ``method="auto"`` convolves directly."""
+        return self._crossover
 
     # ------------------------------------------------------------------ inference
+    def _passes(self):
+        if self._memo is None:
+            t = self._structure.tree
+            pots = self._structure.potentials_by_height
+            up = upward(t, self._leaf_logw, pots, method=self._method, crossover=self._crossover)
+            out = downward(t, up, None, pots, method=self._method, crossover=self._crossover)
+            self._memo = (up, out)
+        return self._memo
+
     def log_partition(self) -> float:
         """``log Z`` of the model."""
         up, out = self._passes()
         return self._logz(up, out)
 
     def _logz(self, up, out) -> float:
-        t = self._tree
+        t = self._structure.tree
         h, r = t.height[t.root], t.row[t.root]
         return float(np.log(np.sum(up.vec[h][r] * out.vec[h][r])) + up.scale[h][r] + out.scale[h][r])
 
     def _belief(self, v: int) -> np.ndarray:
         up, out = self._passes()
-        t = self._tree
+        t = self._structure.tree
         h, r = t.height[v], t.row[v]
         b = up.vec[h][r, :t.size[v] + 1] * out.vec[h][r, :t.size[v] + 1]
         return b / b.sum()
 
     def marginals(self) -> CardinalityMarginals:
-        """Variable marginals ``P(y_d = 1)``, marginals of the total count, and ``log Z``.
+        """Variable marginals, marginals of the total count, and ``log Z``.
 
         Returns
         -------
         CardinalityMarginals
-            ``marginals`` (D,), ``count_marginals`` (D + 1,) of ``sum_d y_d``, ``log_partition``.
+            ``marginals`` (D, 2) = ``[P(y_d = 0), P(y_d = 1)]`` (``p_on`` = ``P(y_d = 1)``),
+            ``count_marginals`` (D + 1,) of ``sum_d y_d``, ``log_partition``; ``method`` is the
+            model's convolution method, ``status`` ``"optimal"``.
         """
         t0 = time.perf_counter()
         up, out = self._passes()
         with np.errstate(divide="ignore"):
             lo = np.log(out.vec[0]) + out.scale[0][:, None] + self._leaf_logw
-        mu = expit(lo[:, 1] - lo[:, 0])
-        mu = np.where(np.isneginf(lo[:, 1]), 0.0, mu)
-        counts = self._belief(self._tree.root)
-        return CardinalityMarginals(
-            marginals=frozen_array(mu),
-            count_marginals=frozen_array(counts),
-            log_partition=self._logz(up, out),
-            time=time.perf_counter() - t0,
-            method=f"recursive_cardinality[{self.method}]",
-        )
+        off = np.isneginf(lo[:, 1])
+        with np.errstate(invalid="ignore"):
+            log_odds = lo[:, 1] - lo[:, 0]
+        log_odds[off] = -np.inf
+        counts = self._belief(self._structure.tree.root)
+        return exact_result(log_odds, counts, self._logz(up, out), t0, self._method)
 
-    def subset_count_marginals(self) -> list:
+    def subset_count_marginals(self) -> tuple:
         """``P(sum_{d in S_i} y_d = k)`` for every subset, in the order given.
 
         Returns
         -------
-        list of ndarray
-            Entry i has shape ``(len(subsets[i]) + 1,)``.
+        tuple of ndarray
+            Entry i has shape ``(len(subsets[i]) + 1,)`` (read-only).
         """
         res = []
-        for i, v in enumerate(self._node_of_subset):
-            if v < self.n_variables:
-                mu = self.marginals().marginals[v]
-                res.append(frozen_array([1.0 - mu, mu]))
+        n = self.n_variables
+        single = None
+        for i, v in enumerate(self._structure.node_of_subset):
+            if v < n:
+                if single is None:
+                    single = self.marginals().marginals
+                res.append(frozen_array(single[v]))
             else:
                 res.append(frozen_array(self._belief(v)[: self.subsets[i].size + 1]))
-        return res
+        return tuple(res)
 
-    def sample(self, size: int = 1, rng=None) -> np.ndarray:
+    def sample(self, *, size: int = 1, rng=None) -> np.ndarray:
         """Exact joint samples (Sec. 5.3): root count, then top-down splits.
+
+        Parameters
+        ----------
+        size : int
+            Number of samples.
+        rng : None, int or numpy.random.Generator
+            Source of randomness (the same seed gives the same samples).
 
         Returns
         -------
@@ -280,33 +391,41 @@ class RecursiveCardinalityModel:
         size = check_int(size, "size", minimum=0)
         rng = check_rng(rng)
         up, _ = self._passes()
-        t = self._tree
+        t = self._structure.tree
         h, r = t.height[t.root], t.row[t.root]
         root = up.vec[h][r, :t.size[t.root] + 1]
         cdf = np.cumsum(root)
         counts = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
         counts = np.minimum(counts, t.size[t.root]).astype(np.int64)
         flat, offset, length = flat_messages(t, up)
-        state = rng.integers(1, 2**63, size=2, dtype=np.uint64)
+        state = streams(rng)
         if t.n_nodes == 1:
             return counts.astype(np.uint8)[:, None]
         return sample_descent(counts, internal_order(t), t.left, t.right, flat, offset, length,
                               self.n_variables, state)
 
     def score(self, y) -> float:
-        """``theta . y + sum_i f_i(count_i(y))`` of an assignment (the unnormalized log-probability)."""
+        """``unary . y + sum_i count_potentials[i](count_i(y))`` of an assignment (the unnormalized
+        log-probability)."""
         y = np.asarray(y, dtype=np.int64)
         with np.errstate(invalid="ignore"):
-            s = float(np.sum(np.where(y == 1, self.unary, 0.0)))
-        for sub, f in zip(self.subsets, self.potentials):
+            s = float(np.sum(np.where(y == 1, self._unary, 0.0)))
+        for sub, f in zip(self.subsets, self.count_potentials):
             s += float(f[int(y[sub].sum())])
         return s
 
     def map_assignment(self) -> MAPResult:
-        """Exact MAP by max-product on the count tree (max-plus convolutions), O(D^2) worst case."""
+        """Exact MAP by max-product on the count tree (max-plus convolutions), O(D^2) worst case.
+
+        Returns
+        -------
+        MAPResult
+            ``assignment`` (D,) int64, ``score``, ``time``, ``method`` ``"max_product"``,
+            ``status`` ``"optimal"``.
+        """
         t0 = time.perf_counter()
-        msgs = upward_max(self._tree, self._leaf_logw, self._pots)
-        t = self._tree
+        t = self._structure.tree
+        msgs = upward_max(t, self._leaf_logw, self._structure.potentials_by_height)
         h, r = t.height[t.root], t.row[t.root]
         root = msgs[h][r, :t.size[t.root] + 1]
         k = int(np.argmax(root))
@@ -315,4 +434,4 @@ class RecursiveCardinalityModel:
         y = backtrack_max(t, msgs, k) if t.n_nodes > 1 else np.array([k])
         y = y.astype(np.int64)
         return MAPResult(assignment=frozen_array(y), score=self.score(y), time=time.perf_counter() - t0,
-                         method="max_product")
+                         method="max_product", message=stop_message(OPTIMAL, "max_product", 0))

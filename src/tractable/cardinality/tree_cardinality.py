@@ -1,7 +1,9 @@
 """A tree-structured pairwise binary model plus one cardinality potential (Sec. 5.4 of Tarlow et al. 2012).
 
 ``p(y) ∝ exp(sum_d theta_d y_d + sum_{(u,v) in E} psi_uv(y_u, y_v) + f(sum_d y_d))`` with E a
-forest. The paper's appendix is not available; the algorithm here is derived directly.
+forest; ``theta`` is the ``unary`` argument and ``f`` the ``count_potential`` argument (Tarlow et
+al.'s symbols are kept in the derivation). The paper's appendix is not available; the algorithm
+here is derived directly.
 
 Derivation. Root every tree of the forest. For a node v with subtree T_v define the *subtree
 message* ``M_v[s](k)`` = total weight of the configurations of T_v with ``y_v = s`` and ``k``
@@ -31,12 +33,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.special import expit
 
-from .._results import MAPResult, frozen_array
-from .._validate import as_float_array, as_index_array, check_int, check_rng
+from .._forest import check_forest, traversal
+from .._logspace import normalize_log
+from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
+from .._validate import as_float_array, check_int, check_rng
 from ._kernels import maxplus_conv_batch
-from ._result import CardinalityMarginals
+from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
 
 __all__ = ["TreeCardinalityModel"]
@@ -58,6 +61,12 @@ def _corr(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
+class _UpPass:
+    """The upward pass of a model (subtree messages, prefix products, count belief), memoized."""
+
+    __slots__ = ("tilt", "wleaf", "M", "S", "G", "pref", "size", "comp", "comp_prefix", "logz", "count", "flog")
+
+
 class TreeCardinalityModel:
     """Pairwise binary forest plus a cardinality potential on all variables.
 
@@ -69,15 +78,20 @@ class TreeCardinalityModel:
         ``pairwise[e, a, b]`` is the log-potential of ``(y_u, y_v) = (a, b)`` for edge
         ``e = (u, v)`` (``-inf`` allowed).
     unary : array_like of shape (D,)
-        Log-potential ``theta_d`` of ``y_d = 1`` (``±inf`` clamp the variable).
-    f : array_like of shape (D + 1,)
-        Log-potential of the count ``sum_d y_d``.
+        Log-potential of ``y_d = 1`` (``±inf`` clamp the variable).
+    count_potential : array_like of shape (D + 1,)
+        Log-potential of the count ``sum_d y_d`` (Tarlow et al.'s ``f``).
 
     Raises
     ------
     ValueError
         For edges out of range, self loops, repeated edges, cycles, wrong shapes, NaN or
         ``+inf`` potentials, or when no configuration has non-zero probability.
+
+    Notes
+    -----
+    A model is immutable; its upward pass is computed on first use and memoized in a private
+    attribute (never stale, since nothing can change).
 
     Examples
     --------
@@ -90,97 +104,84 @@ class TreeCardinalityModel:
     array([0.348, 0.303, 0.   , 0.348])
     """
 
-    def __init__(self, edges, pairwise, unary, f):
+    def __init__(self, edges, pairwise, unary, count_potential):
         theta = as_float_array(unary, "unary", ndim=1, allow_posinf=True)
         n = theta.shape[0]
         if n < 1:
             raise ValueError("`unary` must have at least one entry; got 0.")
-        f = as_float_array(f, "f", ndim=1)
+        f = as_float_array(count_potential, "count_potential", ndim=1)
         if f.shape[0] != n + 1:
-            raise ValueError(f"`f` must have n_variables + 1 = {n + 1} entries; got {f.shape[0]}.")
+            raise ValueError(f"`count_potential` must have n_variables + 1 = {n + 1} entries; got {f.shape[0]}.")
         if not np.any(f > -np.inf):
-            raise ValueError(f"`f` is -inf at every count: {NO_CONFIGURATION}.")
-        edges = np.asarray(edges)
-        if edges.size == 0:
-            edges = np.zeros((0, 2), dtype=np.int64)
-        edges = as_index_array(edges, "edges", size=n, ndim=2)
-        if edges.shape[1] != 2:
-            raise ValueError(f"`edges` must have shape (E, 2); got {edges.shape}.")
+            raise ValueError(f"`count_potential` is -inf at every count: {NO_CONFIGURATION}.")
+        edges = check_forest(edges, n, "edges")
         pw = as_float_array(pairwise, "pairwise")
         if pw.shape != (edges.shape[0], 2, 2):
             raise ValueError(f"`pairwise` must have shape ({edges.shape[0]}, 2, 2); got {pw.shape}.")
-        if np.any(edges[:, 0] == edges[:, 1]):
-            e = int(np.nonzero(edges[:, 0] == edges[:, 1])[0][0])
-            raise ValueError(f"`edges` must not contain self loops; got edge {e} = {edges[e].tolist()}.")
-        # union-find cycle check
-        parent = list(range(n))
-
-        def find(a):
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        for e, (u, v) in enumerate(edges):
-            ru, rv = find(int(u)), find(int(v))
-            if ru == rv:
-                raise ValueError(f"`edges` must form a forest; edge {e} = {[int(u), int(v)]} closes a cycle.")
-            parent[ru] = rv
-        self.n_variables = n
-        self.edges = frozen_array(edges)
-        self.pairwise = frozen_array(pw)
-        self.unary = frozen_array(theta)
-        self.f = frozen_array(f)
+        self._n = n
+        self._edges = frozen_array(edges)
+        self._pairwise = frozen_array(pw)
+        self._unary = frozen_array(theta)
+        self._count_potential = frozen_array(f)
         self._structure()
-        self._cache = None
+        self._memo = None  # _UpPass, computed on first use
+
+    @property
+    def n_variables(self) -> int:
+        """Number of binary variables D."""
+        return self._n
+
+    @property
+    def edges(self) -> np.ndarray:
+        """The forest's edges, shape (E, 2), read-only."""
+        return self._edges
+
+    @property
+    def pairwise(self) -> np.ndarray:
+        """Edge log-potentials, shape (E, 2, 2), read-only."""
+        return self._pairwise
+
+    @property
+    def unary(self) -> np.ndarray:
+        """Unary scores, shape (D,), read-only."""
+        return self._unary
+
+    @property
+    def count_potential(self) -> np.ndarray:
+        """Count log-potential, shape (D + 1,), read-only."""
+        return self._count_potential
 
     def _structure(self) -> None:
-        n = self.n_variables
-        adj: list = [[] for _ in range(n)]
-        for e, (u, v) in enumerate(self.edges):
-            adj[u].append((int(v), e, 0))  # psi[e][y_u, y_v]; seen from u the child is v
-            adj[v].append((int(u), e, 1))
-        seen = np.zeros(n, dtype=bool)
-        order, par, par_edge, par_side, roots = [], np.full(n, -1), np.full(n, -1), np.zeros(n, dtype=int), []
-        for r in range(n):
-            if seen[r]:
-                continue
-            roots.append(r)
-            seen[r] = True
-            stack = [r]
-            while stack:
-                v = stack.pop()
-                order.append(v)
-                for c, e, side in adj[v]:
-                    if not seen[c]:
-                        seen[c] = True
-                        par[c], par_edge[c], par_side[c] = v, e, side
-                        stack.append(c)
-        self._order = order  # parents before children
-        self._roots = roots
+        n = self._n
+        order, par, par_edge, par_side = traversal(self._edges, n)
+        self._order = order.tolist()  # parents before children
+        self._roots = [v for v in self._order if par[v] < 0]
         self._children = [[] for _ in range(n)]
-        for v in order:
+        for v in self._order:
             if par[v] >= 0:
                 self._children[par[v]].append(v)
         # psi[c] as a (2, 2) array indexed [state of parent, state of child]
         self._psi = np.zeros((n, 2, 2))
         for c in range(n):
             if par[c] >= 0:
-                p = self.pairwise[par_edge[c]]
+                p = self._pairwise[par_edge[c]]
                 self._psi[c] = p if par_side[c] == 0 else p.T
+        self._psi.flags.writeable = False
 
     # ------------------------------------------------------------------ passes
-    def _up(self):
-        n = self.n_variables
-        theta = self.unary
+    def _up(self) -> _UpPass:
+        if self._memo is not None:
+            return self._memo
+        u = _UpPass()
+        n = self._n
+        theta = self._unary
         finite = np.isfinite(theta)
         # global shift keeps extreme theta from underflowing: theta - t with f(k) + t k
-        self._tilt = float(np.median(theta[finite])) if finite.any() else 0.0
-        tilt = self._tilt
+        tilt = u.tilt = float(np.median(theta[finite])) if finite.any() else 0.0
         w_leaf = np.zeros((n, 2))
         w_leaf[:, 1] = np.where(finite, theta - tilt, np.where(np.isposinf(theta), 0.0, -np.inf))
         w_leaf[np.isposinf(theta), 0] = -np.inf
-        self._wleaf = w_leaf
+        u.wleaf = w_leaf
         M = [None] * n  # (2, size + 1) normalized, plus scale
         S = np.zeros(n)
         G = [None] * n
@@ -221,54 +222,56 @@ class TreeCardinalityModel:
         for r, a in zip(self._roots, comp):
             x, s = _norm(np.convolve(cp[-1][0], a))
             cp.append((x, cp[-1][1] + S[r] + s))
-        self._M, self._S, self._G, self._pref, self._size = M, S, G, pref, size
-        self._comp, self._comp_prefix = comp, cp
+        u.M, u.S, u.G, u.pref, u.size = M, S, G, pref, size
+        u.comp, u.comp_prefix = comp, cp
         ks = np.arange(n + 1)
         with np.errstate(invalid="ignore"):
-            fl = self.f + tilt * ks
+            fl = self._count_potential + tilt * ks
         total, stot = cp[-1]
         with np.errstate(divide="ignore"):
             lb = np.log(total) + fl
-        mx = lb.max()
-        if not mx > -np.inf:
+        if not np.max(lb) > -np.inf:
             raise ValueError(NO_CONFIGURATION + ".")
-        belief = np.exp(lb - mx)
-        self._logz = float(mx + stot + np.log(belief.sum()))
-        self._count = belief / belief.sum()
-        self._flog = fl
-
-    def _ensure(self):
-        if self._cache is None:
-            self._up()
-            self._cache = True
+        u.count, lz = normalize_log(lb)
+        u.logz = float(lz + stot)
+        u.flog = fl
+        self._memo = u
+        return u
 
     def log_partition(self) -> float:
         """``log Z`` of the model."""
-        self._ensure()
-        return self._logz
+        return self._up().logz
 
     def marginals(self) -> CardinalityMarginals:
-        """Marginals ``P(y_d = 1)``, count marginals and ``log Z`` (outward pass, see the module docs)."""
+        """Marginals, count marginals and ``log Z`` (outward pass, see the module docs).
+
+        Returns
+        -------
+        CardinalityMarginals
+            ``marginals`` (D, 2) = ``[P(y_d = 0), P(y_d = 1)]`` (``p_on`` = ``P(y_d = 1)``),
+            ``count_marginals`` (D + 1,), ``log_partition``; ``method`` ``"tree_cardinality"``,
+            ``status`` ``"optimal"``.
+        """
         t0 = time.perf_counter()
-        self._ensure()
-        n = self.n_variables
-        M, S, pref = self._M, self._S, self._pref
-        fl = self._flog
+        u = self._up()
+        n = self._n
+        M, S, pref = u.M, u.S, u.pref
+        fl = u.flog
         fmax = fl.max()
         ef = np.exp(fl - fmax)
         # suffix products over components to form "all components but r"
         roots = self._roots
         suffix = [(np.ones(1), 0.0)]
-        for r, a in zip(reversed(roots), reversed(self._comp)):
+        for r, a in zip(reversed(roots), reversed(u.comp)):
             x, s = _norm(np.convolve(suffix[-1][0], a))
             suffix.append((x, suffix[-1][1] + S[r] + s))
         suffix = suffix[::-1]
         O = [None] * n  # (2, size + 1) normalized, plus scale
         OS = np.zeros(n)
         for i, r in enumerate(roots):
-            others = np.convolve(self._comp_prefix[i][0], suffix[i + 1][0])
-            so = self._comp_prefix[i][1] + suffix[i + 1][1]
-            o = _corr(ef, others, self._size[r] + 1)
+            others = np.convolve(u.comp_prefix[i][0], suffix[i + 1][0])
+            so = u.comp_prefix[i][1] + suffix[i + 1][1]
+            o = _corr(ef, others, u.size[r] + 1)
             O[r], s2 = _norm(np.vstack([o, o]))
             OS[r] = so + fmax + s2
         lm1 = np.empty(n)
@@ -281,13 +284,13 @@ class TreeCardinalityModel:
             lm0[v], lm1[v] = mass
             if not kids:
                 continue
-            lw = self._wleaf[v]
+            lw = u.wleaf[v]
             mw = lw.max()
             ew = np.exp(lw - mw)
             # suffix products of the children's G, per parent state
             suf = [(np.ones(1), np.ones(1), 0.0)]
             for c in reversed(kids):
-                g, gs = self._G[c]
+                g, gs = u.G[c]
                 a0, a1 = np.convolve(suf[-1][0], g[0]), np.convolve(suf[-1][1], g[1])
                 m = max(a0.max(), a1.max())
                 suf.append((a0 / m, a1 / m, suf[-1][2] + gs + np.log(m)))
@@ -299,7 +302,7 @@ class TreeCardinalityModel:
                 # R_v\c[s]: own weight, shift by s
                 r0 = ew[0] * rest[0]
                 r1 = np.concatenate([[0.0], ew[1] * rest[1]])
-                width = int(self._size[c]) + 1
+                width = int(u.size[c]) + 1
                 h0 = _corr(O[v][0], r0, width)
                 h1 = _corr(O[v][1], r1, width)
                 psi = self._psi[c]
@@ -308,15 +311,10 @@ class TreeCardinalityModel:
                 oc = np.vstack([e[0, 0] * h0 + e[1, 0] * h1, e[0, 1] * h0 + e[1, 1] * h1])
                 O[c], s2 = _norm(oc) if oc.max() > 0 else (oc, 0.0)
                 OS[c] = OS[v] + ps + qs + mw + pm + s2
-        mu = expit(lm1 - lm0)
-        mu = np.where(np.isneginf(lm1), 0.0, mu)
-        return CardinalityMarginals(
-            marginals=frozen_array(mu),
-            count_marginals=frozen_array(self._count),
-            log_partition=self._logz,
-            time=time.perf_counter() - t0,
-            method="tree_cardinality",
-        )
+        with np.errstate(invalid="ignore"):
+            log_odds = lm1 - lm0
+        log_odds[np.isneginf(lm1)] = -np.inf
+        return exact_result(log_odds, u.count, u.logz, t0, "tree_cardinality")
 
     def score(self, y) -> float:
         """Unnormalized log-probability of an assignment ``y`` (D,)."""
@@ -325,7 +323,7 @@ class TreeCardinalityModel:
             sc = float(np.sum(np.where(y == 1, self.unary, 0.0)))
         for (u, v), p in zip(self.edges, self.pairwise):
             sc += float(p[y[u], y[v]])
-        return sc + float(self.f[int(y.sum())])
+        return sc + float(self._count_potential[int(y.sum())])
 
     def map_assignment(self) -> MAPResult:
         """Exact MAP: the same dynamic program in the max-plus semiring, then backtracking.
@@ -333,7 +331,8 @@ class TreeCardinalityModel:
         Returns
         -------
         MAPResult
-            ``assignment`` (D,) int64, ``score``, ``time``. O(D^2) in the worst case.
+            ``assignment`` (D,) int64, ``score``, ``time``, ``method`` ``"max_product"``, ``status``
+            ``"optimal"``. O(D^2) in the worst case.
         """
         t0 = time.perf_counter()
         n = self.n_variables
@@ -361,7 +360,7 @@ class TreeCardinalityModel:
         cpre = [np.zeros(1)]
         for a in comps:
             cpre.append(_maxconv(cpre[-1], a))
-        total = cpre[-1] + self.f
+        total = cpre[-1] + self._count_potential
         k = int(np.argmax(total))
         if not total[k] > -np.inf:
             raise ValueError(NO_CONFIGURATION + ".")
@@ -390,10 +389,17 @@ class TreeCardinalityModel:
                 y[c], count[c] = sc, j
                 rem -= j
         return MAPResult(assignment=frozen_array(y), score=self.score(y), time=time.perf_counter() - t0,
-                         method="max_product")
+                         method="max_product", message=stop_message(OPTIMAL, "max_product", 0))
 
-    def sample(self, size: int = 1, rng=None) -> np.ndarray:
+    def sample(self, *, size: int = 1, rng=None) -> np.ndarray:
         """Exact joint samples, vectorized over samples (one Python step per node).
+
+        Parameters
+        ----------
+        size : int
+            Number of samples.
+        rng : None, int or numpy.random.Generator
+            Source of randomness (the same seed gives the same samples).
 
         Returns
         -------
@@ -401,20 +407,20 @@ class TreeCardinalityModel:
         """
         size = check_int(size, "size", minimum=0)
         rng = check_rng(rng)
-        self._ensure()
-        n = self.n_variables
+        u = self._up()
+        n = self._n
         out = np.zeros((size, n), dtype=np.uint8)
         if size == 0:
             return out
-        total = np.searchsorted(np.cumsum(self._count), rng.random(size) * self._count.sum(), side="right")
+        total = np.searchsorted(np.cumsum(u.count), rng.random(size) * u.count.sum(), side="right")
         total = np.minimum(total, n)
         k_node = np.zeros((n, size), dtype=np.int64)
         # split the total among components, last component first
         remaining = total.copy()
         for i in range(len(self._roots) - 1, -1, -1):
             r = self._roots[i]
-            a = self._comp[i]
-            prev = self._comp_prefix[i][0]
+            a = u.comp[i]
+            prev = u.comp_prefix[i][0]
             j = np.arange(a.shape[0])
             idx = remaining[:, None] - j[None, :]
             ok = (idx >= 0) & (idx < prev.shape[0])
@@ -423,7 +429,7 @@ class TreeCardinalityModel:
             remaining = remaining - k_node[r]
         state = np.zeros((n, size), dtype=np.int64)
         for r in self._roots:
-            w = self._M[r][:, k_node[r]].T  # (size, 2)
+            w = u.M[r][:, k_node[r]].T  # (size, 2)
             state[r] = _draw(w, rng)
         for v in self._order:
             kids = self._children[v]
@@ -431,9 +437,9 @@ class TreeCardinalityModel:
             rem = k_node[v] - s  # count left for the children
             for i in range(len(kids) - 1, -1, -1):
                 c = kids[i]
-                p0, p1, _ = self._pref[v][i]
+                p0, p1, _ = u.pref[v][i]
                 psi = np.exp(self._psi[c] - self._psi[c].max())
-                mc = self._M[c]
+                mc = u.M[c]
                 width = mc.shape[1]
                 j = np.arange(width)
                 idx = rem[:, None] - j[None, :]

@@ -14,15 +14,20 @@ Methods: :func:`alpha_pass`, :func:`generalized_alpha_pass`, :func:`alpha_expans
 
 from __future__ import annotations
 
+import inspect
 import time
-from dataclasses import replace
 
-from .._validate import check_choice
-from ._result import CliqueMAPResult, check_phi, check_potential, score
-from .alpha_pass import alpha_pass, generalized_alpha_pass
-from .baselines import icm
-from .expansion import alpha_expansion
-from .majority import majority_alpha_pass, majority_exact
+import numpy as np
+
+from .._validate import check_options, resolve_method
+from ._result import CliqueMAPResult, renamed
+from ._score import score
+from ._validate import check_clique
+from .alpha_pass import _alpha_pass, _generalized_alpha_pass, alpha_pass, generalized_alpha_pass
+from .enumeration import _exact_clique_map, exact_clique_map, n_compositions
+from .expansion import _alpha_expansion, alpha_expansion
+from .icm import _icm, icm
+from .majority import _majority_alpha_pass, _majority_exact, majority_alpha_pass, majority_exact
 from .potentials import (
     CliquePotential,
     CountPotential,
@@ -34,7 +39,6 @@ from .potentials import (
     SquareMakespan,
     SumPotential,
 )
-from .reference import exact_clique_map, n_compositions
 
 __all__ = [
     "CliqueMAPResult",
@@ -61,24 +65,17 @@ __all__ = [
 
 
 def _majority(fn):
-    def run(phi, potential, **options):
+    """``fn(phi, W)`` as a method ``f(phi, potential)`` that requires a :class:`LinearMajority`."""
+
+    def run(phi, potential):
         if not isinstance(potential, LinearMajority):
             raise ValueError(f"`potential` must be a LinearMajority for method {fn.__name__!r}; got {potential!r}.")
-        return fn(phi, potential.W, **options)
+        return fn(phi, potential.W)
 
+    run.__name__ = fn.__name__
+    run.__doc__ = fn.__doc__
     return run
 
-
-#: method name -> function ``f(phi, potential, **options)``
-METHODS = {
-    "alpha_pass": alpha_pass,
-    "generalized_alpha_pass": generalized_alpha_pass,
-    "alpha_expansion": alpha_expansion,
-    "majority_alpha_pass": _majority(majority_alpha_pass),
-    "majority_exact": _majority(majority_exact),
-    "icm": icm,
-    "exact": exact_clique_map,
-}
 
 # "auto" enumerates count vectors when there are at most this many, runs the exact majority
 # solver up to this many (node, label) pairs, and generalized alpha-pass with p = 2 up to this many
@@ -88,33 +85,69 @@ _AUTO_MAJORITY = 5_000
 _AUTO_PAIRS = 2_000_000
 
 
-def _auto(phi, potential):
+def _auto(phi, potential) -> CliqueMAPResult:
+    """``clique_map(method="auto")``: validate once, then run the cores of the chosen methods."""
+    t0 = time.perf_counter()
+    phi, potential = check_clique(phi, potential)
+    res, name = _auto_route(phi, potential)
+    return renamed(res, name, t0)
+
+
+def _auto_route(phi, potential):
     n, m = phi.shape
     fam = potential.family
+    t0 = time.perf_counter()  # the returned time is replaced by that of the whole route
+
+    def start():  # each node's best label, as icm / alpha_expansion start by default
+        return np.argmax(phi, axis=1).astype(np.int64)
+
+    def run_icm(labels):
+        return _icm(phi, potential, labels, 100, np.random.default_rng(0), t0)
+
     if m <= 2 or fam == "max":
-        return alpha_pass(phi, potential), "alpha_pass"
+        return _alpha_pass(phi, potential, t0), "alpha_pass"
     if fam == "majority" and n * m <= _AUTO_MAJORITY:
-        return majority_exact(phi, potential.W), "majority_exact"
+        return _majority_exact(phi, potential.W, potential, t0), "majority_exact"
     if n_compositions(n, m) <= _AUTO_EXACT:
-        return exact_clique_map(phi, potential), "exact"
+        return _exact_clique_map(phi, potential, t0), "exact"
     if fam == "majority":
-        first = majority_alpha_pass(phi, potential.W)
-        return _best([(icm(phi, potential, init=first.labels, rng=0), "majority_alpha_pass+icm"),
-                      (icm(phi, potential, rng=0), "icm")])
+        first = _majority_alpha_pass(phi, potential.W, potential, t0)
+        return _best([(run_icm(np.array(first.assignment)), "majority_alpha_pass+icm"), (run_icm(start()), "icm")])
     p = 2 if n * m * (m - 1) // 2 <= _AUTO_PAIRS else 1
-    first = generalized_alpha_pass(phi, potential, p=p)
+    first = _generalized_alpha_pass(phi, potential, p, t0)
     name = "generalized_alpha_pass" if p == 2 else "alpha_pass"
     # two starts, the sweep's best labelling and ICM's local optimum, each polished by a local search
     # that only raises the score; the better one is returned
-    plain = icm(phi, potential, rng=0)
+    plain = run_icm(start())
     if fam == "sum":
-        return _best([(alpha_expansion(phi, potential, init=first.labels), name + "+alpha_expansion"),
-                      (alpha_expansion(phi, potential, init=plain.labels), "icm+alpha_expansion")])
-    return _best([(icm(phi, potential, init=first.labels, rng=0), name + "+icm"), (plain, "icm")])
+        return _best([(_alpha_expansion(phi, potential, np.array(first.assignment), 100, t0),
+                       name + "+alpha_expansion"),
+                      (_alpha_expansion(phi, potential, np.array(plain.assignment), 100, t0),
+                       "icm+alpha_expansion")])
+    return _best([(run_icm(np.array(first.assignment)), name + "+icm"), (plain, "icm")])
 
 
 def _best(candidates):
     return max(candidates, key=lambda c: c[0].score)
+
+
+#: method name -> function ``f(phi, potential, *, **options)``; ``clique_map`` resolves ``method`` here
+METHODS = {
+    "auto": _auto,
+    "alpha_pass": alpha_pass,
+    "generalized_alpha_pass": generalized_alpha_pass,
+    "alpha_expansion": alpha_expansion,
+    "majority_alpha_pass": _majority(majority_alpha_pass),
+    "majority_exact": _majority(majority_exact),
+    "icm": icm,
+    "exact": exact_clique_map,
+}
+
+#: method name -> the names of its options (its keyword-only parameters)
+_OPTIONS = {
+    name: tuple(p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY)
+    for name, fn in METHODS.items()
+}
 
 
 def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResult:
@@ -123,25 +156,34 @@ def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResu
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
+        Node log-potentials (``-inf`` forbids a label); ``phi`` is Gupta et al.'s symbol for them.
     potential : CliquePotential
         The clique potential.
     method : str, default "auto"
-        One of ``"auto"``, ``"alpha_pass"``, ``"generalized_alpha_pass"``, ``"alpha_expansion"``,
-        ``"majority_alpha_pass"``, ``"majority_exact"``, ``"icm"``, ``"exact"``. ``"auto"`` takes an
-        exact method where one exists (alpha-pass for MAX potentials and ``m <= 2``, the matching
-        solver for linear majority potentials, enumeration for small cliques). Otherwise it starts
-        from generalized alpha-pass (``p = 2``; modified alpha-pass for majority potentials) and from
-        ICM's local optimum, polishes both by a local search that only raises the score
-        (alpha-expansion for SUM potentials, ICM for the others) and returns the better.
+        A key of :data:`METHODS`: ``"auto"``, ``"alpha_pass"``, ``"generalized_alpha_pass"``,
+        ``"alpha_expansion"``, ``"majority_alpha_pass"``, ``"majority_exact"``, ``"icm"``,
+        ``"exact"``. ``"auto"`` takes an exact method where one exists (alpha-pass for MAX potentials
+        and ``m <= 2``, the matching solver for linear majority potentials, enumeration for small
+        cliques). Otherwise it starts from generalized alpha-pass (``p = 2``; modified alpha-pass for
+        majority potentials) and from ICM's local optimum, polishes both by a local search that only
+        raises the score (alpha-expansion for SUM potentials, ICM for the others) and returns the
+        better.
     **options
-        Passed to the chosen method (not with ``"auto"``).
+        The chosen method's options: ``p`` (``"generalized_alpha_pass"``), ``init`` and
+        ``max_iter`` (``"icm"``, ``"alpha_expansion"``), ``rng`` (``"icm"``), ``max_compositions``
+        (``"exact"``). ``"auto"`` and the other methods take none.
 
     Returns
     -------
     CliqueMAPResult
-        With ``"auto"``, ``method`` names the steps that gave the returned labelling, e.g.
-        ``"generalized_alpha_pass+alpha_expansion"``, and ``time`` covers all the steps taken.
+        ``method`` is the name passed, except that ``"auto"`` names the steps that gave the returned
+        labelling, e.g. ``"generalized_alpha_pass+alpha_expansion"``, and its ``time`` covers all
+        the steps taken.
+
+    Raises
+    ------
+    ValueError
+        ``method`` is not a key of :data:`METHODS`, or an option does not apply to it.
 
     Examples
     --------
@@ -149,16 +191,13 @@ def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResu
     >>> from tractable.clique import Potts, clique_map
     >>> phi = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.2]])
     >>> res = clique_map(phi, Potts(0.5))
-    >>> res.labels.tolist(), round(res.score, 6), res.method, res.exact
-    ([2, 2, 2], 5.7, 'exact', True)
+    >>> res.assignment.tolist(), round(res.score, 6), res.method, res.exact, res.status
+    ([2, 2, 2], 5.7, 'exact', True, 'optimal')
+    >>> clique_map(phi, Potts(0.5), method="icm", max_iter=10, rng=0).method
+    'icm'
     """
-    t0 = time.perf_counter()
-    check_choice(method, "method", ["auto", *METHODS])
-    if method != "auto":
-        return METHODS[method](phi, potential, **options)
-    if options:
-        raise ValueError(f"`method`='auto' takes no options; got {sorted(options)}.")
-    phi = check_phi(phi)
-    potential = check_potential(potential, *phi.shape)
-    res, name = _auto(phi, potential)
-    return replace(res, method=name, time=time.perf_counter() - t0)
+    fn = resolve_method(method, METHODS)
+    applicable = _OPTIONS[method]
+    # every option the user named counts as given, even when it is None
+    check_options(method, {k: (True if v is None else v) for k, v in options.items()}, applicable)
+    return fn(phi, potential, **options)

@@ -31,8 +31,9 @@ def register(subparsers) -> None:
     p.add_argument("--n", type=int, default=100, help="clique size for --benchmark (default 100)")
     p.add_argument("--m", type=int, default=24, help="number of labels for --benchmark (default 24)")
     p.add_argument("--seed", type=int, default=0, help="random seed for --benchmark (default 0)")
-    p.add_argument("--method", choices=["auto", *METHODS], default="auto", help="algorithm (default auto)")
-    p.add_argument("--labels-out", metavar="FILE", help="write the labels to this .npy file")
+    p.add_argument("--method", choices=list(METHODS), default="auto", help="algorithm (default auto)")
+    p.add_argument("--assignment-out", metavar="FILE", help="write the assignment (every node's label) to this "
+                   ".npy file")
     p.set_defaults(func=_run)
 
 
@@ -65,10 +66,11 @@ def _run(args) -> int:
 
     phi, pot = _load(args)
     res = clique_map(phi, pot, method=args.method)
-    if args.labels_out:
-        np.save(args.labels_out, np.asarray(res.labels))
-    counts = np.bincount(res.labels, minlength=np.shape(phi)[1])
+    if args.assignment_out:
+        np.save(args.assignment_out, np.asarray(res.assignment))
+    counts = np.bincount(res.assignment, minlength=np.shape(phi)[1])
     print(json.dumps({"method": res.method, "exact": res.exact, "score": res.score, "node_score": res.node_score,
                       "clique_score": res.clique_score, "time_s": res.time, "n_iter": res.n_iter,
-                      "converged": res.converged, "label_counts": counts.tolist()}, indent=1))
+                      "converged": res.converged, "status": res.status, "message": res.message,
+                      "label_counts": counts.tolist()}, indent=1))
     return 0

@@ -1,29 +1,48 @@
 """Compiled kernels of the clique-MAP algorithms.
 
 They assume validated input: ``phi`` float64 (n, m) without NaN/+inf, labels int64 in range, and the
-potential given by its family code (0 SUM, 1 MAX, 2 MAJORITY; see ``potentials.py``) with
-``table`` (m, >= n+1) float64 for SUM/MAX and ``W`` (m, m) float64 for MAJORITY (the unused one is a
-dummy (1, 1) array). ``-inf`` entries are allowed everywhere; no ``inf - inf`` is ever formed.
+potential given by its ``kind`` (one of the ``KIND_*`` codes below; ``_validate.kernel_args`` maps a
+potential to ``(kind, table, W)``) with ``table`` (m, >= n+1) float64 for SUM/MAX and ``W`` (m, m)
+float64 for MAJORITY (the unused one is a dummy (1, 1) array). ``-inf`` entries are allowed
+everywhere; no ``inf - inf`` is ever formed.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-__all__ = ["clique_value", "expansion_move", "icm_sweep", "sweep_majority", "sweep_values"]
+from .._numba import njit
+
+__all__ = [
+    "KIND_GENERAL",
+    "KIND_MAJORITY",
+    "KIND_MAX",
+    "KIND_SUM",
+    "alpha_pass_labels",
+    "clique_value",
+    "expansion_move",
+    "icm_sweep",
+    "subset_pass_labels",
+    "sweep_majority",
+    "sweep_values",
+]
+
+KIND_SUM = 0  # C = sum_y table[y, n_y]
+KIND_MAX = 1  # C = max_y table[y, n_y]
+KIND_MAJORITY = 2  # C = sum_y W[a, y] n_y, a = argmax_y n_y (lowest index among ties)
+KIND_GENERAL = 3  # any other potential: no kernel, evaluated in batches from Python
 
 
-@njit(cache=True)
-def clique_value(c, code, table, W):
+@njit
+def clique_value(c, kind, table, W):
     """Potential value of one count vector ``c`` (m,) for the SUM / MAX / MAJORITY families."""
     m = c.shape[0]
-    if code == 0:
+    if kind == KIND_SUM:
         s = 0.0
         for y in range(m):
             s += table[y, c[y]]
         return s
-    if code == 1:
+    if kind == KIND_MAX:
         s = -np.inf
         for y in range(m):
             v = table[y, c[y]]
@@ -40,7 +59,7 @@ def clique_value(c, code, table, W):
     return s
 
 
-@njit(cache=True)
+@njit
 def _sum_terms(c, table):
     """(sum of the finite terms, number of -inf terms) of a SUM potential at counts ``c``."""
     fin = 0.0
@@ -54,7 +73,7 @@ def _sum_terms(c, table):
     return fin, ninf
 
 
-@njit(cache=True)
+@njit
 def _sum_shift(fin, ninf, table, y, old, new):
     """Update ``(fin, ninf)`` of a SUM potential when the count of label ``y`` goes from ``old`` to ``new``.
 
@@ -73,8 +92,8 @@ def _sum_shift(fin, ninf, table, y, old, new):
     return fin, ninf
 
 
-@njit(cache=True)
-def sweep_values(C0, frm, to, code, table, W):
+@njit
+def sweep_values(C0, frm, to, kind, table, W):
     """Clique values along sweeps.
 
     Sweep ``p`` starts at counts ``C0[p]`` (m,); at step ``k`` (1-based) one node moves from label
@@ -88,7 +107,7 @@ def sweep_values(C0, frm, to, code, table, W):
     for p in range(P):
         for y in range(m):
             c[y] = C0[p, y]
-        if code == 0:
+        if kind == KIND_SUM:
             fin, ninf = _sum_terms(c, table)
             out[p, 0] = -np.inf if ninf > 0 else fin
             for k in range(n):
@@ -100,15 +119,15 @@ def sweep_values(C0, frm, to, code, table, W):
                 fin, ninf = _sum_shift(fin, ninf, table, b, c[b] - 1, c[b])
                 out[p, k + 1] = -np.inf if ninf > 0 else fin
             continue
-        out[p, 0] = clique_value(c, code, table, W)
+        out[p, 0] = clique_value(c, kind, table, W)
         for k in range(n):
             c[frm[p, k]] -= 1
             c[to[p, k]] += 1
-            out[p, k + 1] = clique_value(c, code, table, W)
+            out[p, k + 1] = clique_value(c, kind, table, W)
     return out
 
 
-@njit(cache=True)
+@njit
 def sweep_majority(C0, frm, to):
     """Majority label (lowest index among ties) along the sweeps of :func:`sweep_values`, (P, n+1)."""
     P, n = frm.shape
@@ -130,8 +149,8 @@ def sweep_majority(C0, frm, to):
     return out
 
 
-@njit(cache=True)
-def icm_sweep(phi, labels, counts, order, code, table, W, tol):
+@njit
+def icm_sweep(phi, labels, counts, order, kind, table, W, tol):
     """One ICM sweep in ``order``, in place on ``labels`` and ``counts``; returns the number of changes.
 
     Each node takes the label that maximizes ``phi[u, y] + C(counts with u relabelled y)``; it moves
@@ -145,14 +164,14 @@ def icm_sweep(phi, labels, counts, order, code, table, W, tol):
         counts[cur] -= 1
         best = cur
         counts[cur] += 1
-        cur_val = phi[u, cur] + clique_value(counts, code, table, W)
+        cur_val = phi[u, cur] + clique_value(counts, kind, table, W)
         counts[cur] -= 1
         best_val = cur_val
         for y in range(m):
             if y == cur:
                 continue
             counts[y] += 1
-            v = phi[u, y] + clique_value(counts, code, table, W)
+            v = phi[u, y] + clique_value(counts, kind, table, W)
             counts[y] -= 1
             if v > best_val:
                 best_val = v
@@ -166,7 +185,7 @@ def icm_sweep(phi, labels, counts, order, code, table, W, tol):
     return changed
 
 
-@njit(cache=True)
+@njit
 def _move_key(a, b):
     # phi[u, alpha] - phi[u, y] without inf - inf: a forbidden target never moves first
     if a == -np.inf:
@@ -176,7 +195,7 @@ def _move_key(a, b):
     return a - b
 
 
-@njit(cache=True)
+@njit
 def expansion_move(phi, labels, alpha, table, tol):
     """Optimal alpha-expansion move for a SUM potential by the dynamic program of Sec. 3.2.1 of [1].
 
@@ -289,8 +308,8 @@ def expansion_move(phi, labels, alpha, table, tol):
     return out, True
 
 
-@njit(cache=True)
-def alpha_pass_labels(phi, code, table, W):
+@njit
+def alpha_pass_labels(phi, kind, table, W):
     """alpha-pass in one compiled loop (SUM / MAX / MAJORITY codes); returns the best labelling.
 
     Same candidates and tie-breaking as the array version in ``alpha_pass.py`` (first best over
@@ -335,7 +354,7 @@ def alpha_pass_labels(phi, code, table, W):
             c[y] = 0
         for u in range(n):
             c[out[u]] += 1
-        fin, ninf = _sum_terms(c, table) if code == 0 else (0.0, 0)
+        fin, ninf = _sum_terms(c, table) if kind == KIND_SUM else (0.0, 0)
         pre = 0.0
         for k in range(n + 1):
             if k > 0:
@@ -344,13 +363,13 @@ def alpha_pass_labels(phi, code, table, W):
                 o = out[u]
                 c[o] -= 1
                 c[alpha] += 1
-                if code == 0:
+                if kind == KIND_SUM:
                     fin, ninf = _sum_shift(fin, ninf, table, o, c[o] + 1, c[o])
                     fin, ninf = _sum_shift(fin, ninf, table, alpha, c[alpha] - 1, c[alpha])
-            if code == 0:
+            if kind == KIND_SUM:
                 cv = -np.inf if ninf > 0 else fin
             else:
-                cv = clique_value(c, code, table, W)
+                cv = clique_value(c, kind, table, W)
             v = pre + suf[k] + cv
             if v > best_v or best_alpha < 0:
                 best_v = v
@@ -368,8 +387,8 @@ def alpha_pass_labels(phi, code, table, W):
     return labels
 
 
-@njit(cache=True)
-def subset_pass_labels(phi, S, code, table, W):
+@njit
+def subset_pass_labels(phi, S, kind, table, W):
     """Generalized alpha-pass over the label subsets ``S`` (P, s), rows padded with ``m``.
 
     For subset ``A``, a node's in-label is its best label in ``A`` and its out-label its best label
@@ -423,7 +442,7 @@ def subset_pass_labels(phi, S, code, table, W):
             c[y] = 0
         for u in range(n):
             c[out_lab[u]] += 1
-        fin, ninf = _sum_terms(c, table) if code == 0 else (0.0, 0)
+        fin, ninf = _sum_terms(c, table) if kind == KIND_SUM else (0.0, 0)
         pre = 0.0
         for k in range(n + 1):
             if k > 0:
@@ -433,13 +452,13 @@ def subset_pass_labels(phi, S, code, table, W):
                 pre += inv[u]
                 c[a] -= 1
                 c[b] += 1
-                if code == 0:
+                if kind == KIND_SUM:
                     fin, ninf = _sum_shift(fin, ninf, table, a, c[a] + 1, c[a])
                     fin, ninf = _sum_shift(fin, ninf, table, b, c[b] - 1, c[b])
-            if code == 0:
+            if kind == KIND_SUM:
                 cv = -np.inf if ninf > 0 else fin
             else:
-                cv = clique_value(c, code, table, W)
+                cv = clique_value(c, kind, table, W)
             v = pre + suf[k] + cv
             if v > best_v or best_p < 0:
                 best_v = v

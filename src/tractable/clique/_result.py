@@ -1,17 +1,16 @@
-"""The result type of clique MAP inference and the helpers every algorithm shares."""
+"""The result type of clique MAP inference, and how every algorithm builds it."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .._results import frozen_array
-from .._validate import as_float_array, as_index_array
-from .potentials import CliquePotential
+from .._results import INACCURATE_STATUSES, OPTIMAL, frozen_array, stop_message, warn_stopped
+from ._score import score_parts
 
-__all__ = ["CliqueMAPResult", "score"]
+__all__ = ["CliqueMAPResult"]
 
 
 @dataclass(frozen=True)
@@ -20,141 +19,77 @@ class CliqueMAPResult:
 
     Attributes
     ----------
-    labels : ndarray of shape (n,), int64
+    assignment : ndarray of shape (n,), int64
         The label of every node (read-only).
     score : float
-        ``node_score + clique_score``, the objective ``F(labels)`` that every method maximizes.
+        ``node_score + clique_score``, the objective ``F(assignment)`` that every method maximizes.
     node_score : float
-        ``sum_u phi[u, labels[u]]``.
+        ``sum_u phi[u, assignment[u]]``.
     clique_score : float
-        ``potential(counts(labels))``.
+        ``potential(counts(assignment))``.
     method : str
-        The algorithm that produced the labelling.
+        The algorithm that produced the labelling (the name passed as ``method``; ``clique_map``'s
+        ``"auto"`` reports the steps it took).
     exact : bool
         True only when the method is provably optimal for this potential family.
     time : float
         Wall-clock seconds spent.
-    n_iter : int
-        Rounds, sweeps or subproblems, where the method has them (0 otherwise).
     converged : bool
-        False when an iterative method stopped at its round limit.
+        False only when a local search (``icm``, ``alpha_expansion``) stopped at ``max_iter``, which
+        comes with a :class:`~tractable.ConvergenceWarning`.
+    n_iter : int
+        Sweeps (alpha-pass: one per label or label subset; ICM: over all nodes), rounds
+        (alpha-expansion) or subproblems solved (exact methods).
+    status : str
+        ``"optimal"`` when ``exact``; ``"completed"`` for a one-pass method without an optimality
+        guarantee for this potential; ``"converged"`` or ``"max_iter_reached"`` for a local search.
+    message : str
+        A one-line account of how the method stopped.
     """
 
-    labels: np.ndarray
+    assignment: np.ndarray
     score: float
     node_score: float
     clique_score: float
     method: str
     exact: bool
     time: float
-    n_iter: int = 0
     converged: bool = True
+    n_iter: int = 0
+    status: str = OPTIMAL
+    message: str = field(default="")
 
 
-def check_phi(phi) -> np.ndarray:
-    """Validate node potentials: (n, m) float, no NaN / +inf, every node with an allowed label."""
-    arr = as_float_array(phi, "phi", ndim=2)
-    n, m = arr.shape
-    if n < 1 or m < 1:
-        raise ValueError(f"`phi` must have shape (n, m) with n >= 1 and m >= 1; got {arr.shape}.")
-    dead = np.all(np.isneginf(arr), axis=1)
-    if dead.any():
-        u = int(np.flatnonzero(dead)[0])
-        raise ValueError(f"`phi` must leave every node at least one label above -inf; row {u} is all -inf.")
-    return arr
+def make_result(phi, potential, assignment, method, t0, *, exact, status, n_iter=0, detail="",
+                stacklevel=5) -> CliqueMAPResult:
+    """Score a validated labelling and wrap it, with ``message`` from ``status``.
 
-
-def check_potential(potential, n: int, m: int) -> CliquePotential:
-    """Check that ``potential`` is a :class:`CliquePotential` defined for ``n`` nodes and ``m`` labels."""
-    if not isinstance(potential, CliquePotential):
-        raise TypeError(
-            "`potential` must be a CliquePotential (Potts, Entropy, Makespan, SquareMakespan, SumPotential, "
-            f"MaxPotential, LinearMajority or CountPotential); got {type(potential).__name__}."
-        )
-    potential.check(n, m)
-    return potential
-
-
-def kernel_args(potential: CliquePotential, n: int, m: int):
-    """``(code, table, W)`` for the compiled kernels (dummy (1, 1) arrays where unused)."""
-    # fresh writeable C-ordered copies, so that every call hits the same compiled specialization
-    dummy = np.zeros((1, 1))
-    if potential.family in ("sum", "max"):
-        return potential.code, potential.table(n, m), dummy
-    if potential.family == "majority":
-        return potential.code, dummy, np.array(potential.W, order="C")
-    return potential.code, dummy, dummy
-
-
-def score_parts(phi: np.ndarray, potential: CliquePotential, labels: np.ndarray) -> tuple[float, float]:
-    """``(node_score, clique_score)`` of a validated labelling."""
-    node = float(phi[np.arange(phi.shape[0]), labels].sum())
-    clique = float(potential(np.bincount(labels, minlength=phi.shape[1])))
-    return node, clique
-
-
-def tolerance(phi: np.ndarray, potential: CliquePotential) -> float:
-    """Smallest score gain that counts as an improvement in the local-search methods.
-
-    Rounding errors in a score of magnitude ``s`` are about ``n * eps * s``; gains below ``1e-10`` of
-    the problem's scale are treated as ties so that no move cycles on rounding noise.
+    A status that stops short (``"max_iter_reached"``) gives ``converged=False`` and a
+    :class:`ConvergenceWarning`; the default ``stacklevel`` points at the user's call of a public
+    function (public function -> core -> ``make_result`` -> ``warn_stopped``).
     """
-    n, m = phi.shape
-    fin = phi[np.isfinite(phi)]
-    scale = float(np.abs(fin).max()) * n if fin.size else 0.0
-    counts = np.zeros(m, dtype=np.int64)
-    counts[0] = n
-    c = abs(float(potential(counts)))
-    if np.isfinite(c):
-        scale += c
-    return 1e-10 * (1.0 + scale)
-
-
-def make_result(phi, potential, labels, method, exact, t0, n_iter=0, converged=True) -> CliqueMAPResult:
-    labels = np.asarray(labels, dtype=np.int64)
-    node, clique = score_parts(phi, potential, labels)
+    assignment = np.asarray(assignment, dtype=np.int64)
+    node, clique = score_parts(phi, potential, assignment)
+    message = stop_message(status, method, n_iter, detail)
+    converged = status not in INACCURATE_STATUSES
+    if not converged:
+        warn_stopped(message, stacklevel=stacklevel)
     return CliqueMAPResult(
-        labels=frozen_array(labels),
+        assignment=frozen_array(assignment),
         score=node + clique,
         node_score=node,
         clique_score=clique,
         method=method,
         exact=bool(exact),
         time=time.perf_counter() - t0,
+        converged=converged,
         n_iter=int(n_iter),
-        converged=bool(converged),
+        status=status,
+        message=message,
     )
 
 
-def score(phi, potential, labels) -> float:
-    """Score ``F(y) = sum_u phi[u, y_u] + C(counts(y))`` of a labelling.
-
-    Parameters
-    ----------
-    phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
-    potential : CliquePotential
-        The clique potential.
-    labels : array_like of int, shape (n,)
-        A label in ``[0, m)`` for every node.
-
-    Returns
-    -------
-    float
-        The score (``-inf`` when the labelling uses a forbidden label or count).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from tractable.clique import Potts, score
-    >>> score(np.array([[1.0, 0.0], [0.0, 2.0]]), Potts(0.5), [0, 0])
-    3.0
-    """
-    phi = check_phi(phi)
-    n, m = phi.shape
-    potential = check_potential(potential, n, m)
-    y = as_index_array(labels, "labels", size=m)
-    if y.shape != (n,):
-        raise ValueError(f"`labels` must have shape ({n},); got {y.shape}.")
-    node, clique = score_parts(phi, potential, y)
-    return node + clique
+def renamed(res: CliqueMAPResult, method: str, t0: float) -> CliqueMAPResult:
+    """``res`` reported under another method name (a composite of ``clique_map("auto")``), timed from ``t0``."""
+    return replace(res, method=method, time=time.perf_counter() - t0,
+                   message=stop_message(res.status, method, res.n_iter))

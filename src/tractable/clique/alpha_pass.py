@@ -22,9 +22,11 @@ import time
 
 import numpy as np
 
+from .._results import COMPLETED, OPTIMAL
 from .._validate import check_int
 from . import _kernels
-from ._result import CliqueMAPResult, check_phi, check_potential, kernel_args, make_result
+from ._result import CliqueMAPResult, make_result
+from ._validate import check_clique, kernel_args
 from .potentials import CliquePotential
 
 __all__ = ["alpha_pass", "generalized_alpha_pass"]
@@ -41,7 +43,7 @@ def _keys(in_val: np.ndarray, out_val: np.ndarray) -> np.ndarray:
     return np.where(np.isneginf(in_val), -np.inf, d)
 
 
-def sweep_values_python(C0: np.ndarray, frm: np.ndarray, to: np.ndarray, potential: CliquePotential) -> np.ndarray:
+def _sweep_values_python(C0: np.ndarray, frm: np.ndarray, to: np.ndarray, potential: CliquePotential) -> np.ndarray:
     """Clique values along sweeps by batched evaluation of the count vectors (readable reference).
 
     Same contract as ``_kernels.sweep_values``: ``C0`` (P, m), ``frm``/``to`` (P, n) -> (P, n + 1).
@@ -57,7 +59,7 @@ def sweep_values_python(C0: np.ndarray, frm: np.ndarray, to: np.ndarray, potenti
     return np.asarray(potential(counts), dtype=np.float64).reshape(P, n + 1)
 
 
-def sweep_setup(in_lab, out_lab, in_val, out_val, m):
+def _sweep_setup(in_lab, out_lab, in_val, out_val, m):
     """Sort the sweeps and return ``(order, in_s, out_s, node, C0)``.
 
     Inputs are (P, n): the label and value a node takes inside the sweep's set and outside it.
@@ -77,7 +79,7 @@ def sweep_setup(in_lab, out_lab, in_val, out_val, m):
     return order, in_s, out_s, node, C0
 
 
-def pick(total, order, in_lab, out_lab):
+def _pick(total, order, in_lab, out_lab):
     """Best candidate ``(value, labels)`` of a (P, n + 1) table of candidate scores."""
     n = order.shape[1]
     p, k = divmod(int(np.argmax(total)), n + 1)
@@ -91,17 +93,25 @@ def _best_of_sweeps(phi, potential, kargs, in_lab, out_lab):
     """Best candidate of the sweeps given by in/out labels (P, n); returns (value, labels)."""
     n, m = phi.shape
     cols = np.arange(n)
-    order, in_s, out_s, node, C0 = sweep_setup(in_lab, out_lab, phi[cols, in_lab], phi[cols, out_lab], m)
-    code, table, W = kargs
-    if code == 3:
-        clique = sweep_values_python(C0, out_s, in_s, potential)
+    order, in_s, out_s, node, C0 = _sweep_setup(in_lab, out_lab, phi[cols, in_lab], phi[cols, out_lab], m)
+    kind, table, W = kargs
+    if kind == _kernels.KIND_GENERAL:
+        clique = _sweep_values_python(C0, out_s, in_s, potential)
     else:
-        clique = _kernels.sweep_values(C0, out_s, in_s, code, table, W)
-    return pick(node + clique, order, in_lab, out_lab)
+        clique = _kernels.sweep_values(C0, out_s, in_s, kind, table, W)
+    return _pick(node + clique, order, in_lab, out_lab)
 
 
 def _trivial(phi, potential, method, t0) -> CliqueMAPResult:
-    return make_result(phi, potential, np.zeros(phi.shape[0], dtype=np.int64), method, True, t0)
+    return make_result(phi, potential, np.zeros(phi.shape[0], dtype=np.int64), method, t0, exact=True,
+                       status=OPTIMAL)
+
+
+def _finish(phi, potential, labels, method, t0, n_iter) -> CliqueMAPResult:
+    """Result of a pass: exact (``"optimal"``) for MAX potentials and ``m <= 2``, else ``"completed"``."""
+    exact = potential.family == "max" or phi.shape[1] <= 2
+    return make_result(phi, potential, labels, method, t0, exact=exact, status=OPTIMAL if exact else COMPLETED,
+                       n_iter=n_iter)
 
 
 def alpha_pass(phi, potential) -> CliqueMAPResult:
@@ -110,7 +120,8 @@ def alpha_pass(phi, potential) -> CliqueMAPResult:
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials; ``-inf`` forbids a label (every node needs one finite entry).
+        Node log-potentials; ``-inf`` forbids a label (every node needs one finite entry). ``phi`` is
+        Gupta et al.'s symbol for them.
     potential : CliquePotential
         Any clique potential. MAX-family potentials (:class:`MaxPotential`, :class:`Makespan`,
         :class:`SquareMakespan` with ``lam >= 0``) and every potential with ``m <= 2`` are solved
@@ -119,7 +130,8 @@ def alpha_pass(phi, potential) -> CliqueMAPResult:
     Returns
     -------
     CliqueMAPResult
-        ``exact`` is True for the MAX family and for ``m <= 2``.
+        ``exact`` is True (``status="optimal"``) for the MAX family and for ``m <= 2``; otherwise
+        ``status`` is ``"completed"``. ``n_iter`` is the number of sweeps, ``m``.
 
     Notes
     -----
@@ -138,22 +150,25 @@ def alpha_pass(phi, potential) -> CliqueMAPResult:
     >>> from tractable.clique import Makespan, alpha_pass
     >>> phi = np.array([[1.0, 0.0], [0.0, 0.4], [0.0, 0.3]])
     >>> res = alpha_pass(phi, Makespan(1.0))
-    >>> res.labels.tolist(), round(res.score, 6), res.exact
-    ([0, 0, 0], 4.0, True)
+    >>> res.assignment.tolist(), round(res.score, 6), res.exact, res.status
+    ([0, 0, 0], 4.0, True, 'optimal')
     """
     t0 = time.perf_counter()
-    phi = check_phi(phi)
+    phi, potential = check_clique(phi, potential)
+    return _alpha_pass(phi, potential, t0)
+
+
+def _alpha_pass(phi, potential, t0) -> CliqueMAPResult:
+    """:func:`alpha_pass` on validated input."""
     n, m = phi.shape
-    potential = check_potential(potential, n, m)
     if m == 1:
         return _trivial(phi, potential, "alpha_pass", t0)
     kargs = kernel_args(potential, n, m)
-    if kargs[0] == 3:
+    if kargs[0] == _kernels.KIND_GENERAL:
         best_lab = _alpha_pass_arrays(phi, potential, kargs)
     else:
         best_lab = _kernels.alpha_pass_labels(phi, *kargs)
-    exact = potential.family == "max" or m <= 2
-    return make_result(phi, potential, best_lab, "alpha_pass", exact, t0, n_iter=m)
+    return _finish(phi, potential, best_lab, "alpha_pass", t0, m)
 
 
 def _alpha_pass_arrays(phi, potential, kargs):
@@ -164,7 +179,7 @@ def _alpha_pass_arrays(phi, potential, kargs):
     masked[np.arange(n), b1] = -np.inf
     b2 = np.argmax(masked, axis=1)
     best_v, best_lab = -np.inf, None
-    per = max(1, _CHUNK // (n * (m if kargs[0] == 3 else 1)))
+    per = max(1, _CHUNK // (n * (m if kargs[0] == _kernels.KIND_GENERAL else 1)))
     for lo in range(0, m, per):
         alphas = np.arange(lo, min(m, lo + per))
         in_lab = np.broadcast_to(alphas[:, None], (alphas.size, n)).copy()
@@ -175,7 +190,7 @@ def _alpha_pass_arrays(phi, potential, kargs):
     return best_lab
 
 
-def label_subsets(m: int, p: int) -> np.ndarray:
+def _label_subsets(m: int, p: int) -> np.ndarray:
     """All label subsets of size 1..min(p, m - 1), padded with ``m``; shape (n_subsets, min(p, m - 1))."""
     s = min(p, m - 1)
     rows = [c + (m,) * (s - len(c)) for r in range(1, s + 1) for c in itertools.combinations(range(m), r)]
@@ -190,7 +205,7 @@ def _generalized_arrays(phi, potential, kargs, S):
     phi_ext = np.concatenate([phi, np.full((n, 1), -np.inf)], axis=1)
     top = np.argsort(-phi, axis=1, kind="stable")[:, : s + 1]  # best out-label is among the top s + 1
     best_v, best_lab = -np.inf, None
-    per = max(1, _CHUNK // (n * (s + 1) * (m if kargs[0] == 3 else 1)))
+    per = max(1, _CHUNK // (n * (s + 1) * (m if kargs[0] == _kernels.KIND_GENERAL else 1)))
     for lo in range(0, S.shape[0], per):
         sub = S[lo: lo + per]
         vals = phi_ext[:, sub]  # (n, P, s)
@@ -204,7 +219,7 @@ def _generalized_arrays(phi, potential, kargs, S):
     return best_lab
 
 
-def generalized_alpha_pass(phi, potential, p: int = 2) -> CliqueMAPResult:
+def generalized_alpha_pass(phi, potential, *, p: int = 2) -> CliqueMAPResult:
     """MAP labelling of a clique by generalized alpha-pass over label subsets of size ``<= p``.
 
     For every label subset ``A`` with ``|A| <= p``, sort the nodes by
@@ -214,7 +229,7 @@ def generalized_alpha_pass(phi, potential, p: int = 2) -> CliqueMAPResult:
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
+        Node log-potentials (``-inf`` forbids a label); ``phi`` is Gupta et al.'s symbol for them.
     potential : CliquePotential
         Any clique potential.
     p : int, default 2
@@ -223,7 +238,8 @@ def generalized_alpha_pass(phi, potential, p: int = 2) -> CliqueMAPResult:
     Returns
     -------
     CliqueMAPResult
-        Never worse than :func:`alpha_pass`; ``exact`` as for :func:`alpha_pass`.
+        Never worse than :func:`alpha_pass`; ``exact`` and ``status`` as for :func:`alpha_pass`.
+        ``n_iter`` is the number of sweeps (label subsets).
 
     Notes
     -----
@@ -237,16 +253,19 @@ def generalized_alpha_pass(phi, potential, p: int = 2) -> CliqueMAPResult:
     """
     t0 = time.perf_counter()
     p = check_int(p, "p", minimum=1)
-    phi = check_phi(phi)
+    phi, potential = check_clique(phi, potential)
+    return _generalized_alpha_pass(phi, potential, p, t0)
+
+
+def _generalized_alpha_pass(phi, potential, p, t0) -> CliqueMAPResult:
+    """:func:`generalized_alpha_pass` on validated input."""
     n, m = phi.shape
-    potential = check_potential(potential, n, m)
     if m == 1:
         return _trivial(phi, potential, "generalized_alpha_pass", t0)
     kargs = kernel_args(potential, n, m)
-    S = label_subsets(m, p)
-    if kargs[0] == 3:
+    S = _label_subsets(m, p)
+    if kargs[0] == _kernels.KIND_GENERAL:
         best_lab = _generalized_arrays(phi, potential, kargs, S)
     else:
         best_lab = _kernels.subset_pass_labels(phi, S, *kargs)
-    exact = potential.family == "max" or m <= 2
-    return make_result(phi, potential, best_lab, "generalized_alpha_pass", exact, t0, n_iter=S.shape[0])
+    return _finish(phi, potential, best_lab, "generalized_alpha_pass", t0, S.shape[0])

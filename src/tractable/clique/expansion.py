@@ -9,30 +9,19 @@ list, and the prefix lengths come from a dynamic program over the labels
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 
-from .._results import ConvergenceWarning
-from .._validate import as_index_array, check_int
+from .._results import CONVERGED, MAX_ITER_REACHED
+from .._validate import check_int
 from . import _kernels
-from ._result import CliqueMAPResult, check_phi, check_potential, make_result, tolerance
+from ._result import CliqueMAPResult, make_result
+from ._validate import check_clique, check_init, tolerance
 
-__all__ = ["alpha_expansion", "expansion_move_python"]
-
-
-def check_init(init, phi: np.ndarray) -> np.ndarray:
-    """Initial labelling: ``None`` gives each node its best label; else an (n,) array of labels."""
-    n, m = phi.shape
-    if init is None:
-        return np.argmax(phi, axis=1).astype(np.int64)
-    y = as_index_array(init, "init", size=m)
-    if y.shape != (n,):
-        raise ValueError(f"`init` must have shape ({n},); got {y.shape}.")
-    return y.copy()
+__all__ = ["alpha_expansion"]
 
 
-def expansion_move_python(phi, labels, alpha, table):
+def _expansion_move_python(phi, labels, alpha, table):
     """Best alpha-expansion move by enumeration over the numbers of nodes switched (readable reference).
 
     Tries every vector ``(k_i)`` of switched counts per label, which is exponential in ``m``; only
@@ -60,27 +49,28 @@ def expansion_move_python(phi, labels, alpha, table):
     return best_v, best
 
 
-def alpha_expansion(phi, potential, init=None, max_rounds: int = 100) -> CliqueMAPResult:
+def alpha_expansion(phi, potential, *, init=None, max_iter: int = 100) -> CliqueMAPResult:
     """Local search by optimal alpha-expansion moves, for SUM potentials.
 
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
+        Node log-potentials (``-inf`` forbids a label); ``phi`` is Gupta et al.'s symbol for them.
     potential : CliquePotential
         A SUM-family potential (:class:`Potts`, :class:`Entropy`, :class:`SumPotential`).
     init : array_like of int, shape (n,), optional
         Starting labelling; by default each node's best label ``argmax_y phi[u, y]``.
-    max_rounds : int, default 100
+    max_iter : int, default 100
         Most rounds over the ``m`` labels; the search stops earlier when a whole round changes
         nothing (a move is taken only when it raises the score by more than a rounding tolerance).
 
     Returns
     -------
     CliqueMAPResult
-        ``n_iter`` is the number of rounds; ``converged`` is False (with a ``ConvergenceWarning``)
-        when ``max_rounds`` ran out. ``exact`` is False (unless ``m == 1``): expansion is a local
-        search, whose ratio can approach 1/2 even for Potts potentials (Thm 3.6 of [1]_).
+        ``n_iter`` is the number of rounds; ``status`` is ``"converged"`` when the last round moved
+        nothing, else ``"max_iter_reached"`` with ``converged=False`` and a
+        :class:`~tractable.ConvergenceWarning`. ``exact`` is False (unless ``m == 1``): expansion is a
+        local search, whose ratio can approach 1/2 even for Potts potentials (Thm 3.6 of [1]_).
 
     Raises
     ------
@@ -95,23 +85,36 @@ def alpha_expansion(phi, potential, init=None, max_rounds: int = 100) -> CliqueM
     ----------
     .. [1] R. Gupta, A. A. Diwan and S. Sarawagi. Efficient inference with cardinality-based clique
        potentials. ICML 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tractable.clique import Potts, alpha_expansion
+    >>> phi = np.array([[1.0, 0.0], [0.0, 0.2], [0.0, 0.3]])
+    >>> res = alpha_expansion(phi, Potts(0.5))
+    >>> res.assignment.tolist(), res.score, res.status, res.n_iter
+    ([0, 0, 0], 5.5, 'converged', 2)
     """
     t0 = time.perf_counter()
-    phi = check_phi(phi)
-    n, m = phi.shape
-    potential = check_potential(potential, n, m)
+    phi, potential = check_clique(phi, potential)
     if potential.family != "sum":
         raise ValueError(
             "`potential` must be a SUM potential (Potts, Entropy or SumPotential) for alpha_expansion; "
             f"got {potential!r}."
         )
-    max_rounds = check_int(max_rounds, "max_rounds", minimum=1)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
     labels = check_init(init, phi)
+    return _alpha_expansion(phi, potential, labels, max_iter, t0)
+
+
+def _alpha_expansion(phi, potential, labels, max_iter, t0) -> CliqueMAPResult:
+    """:func:`alpha_expansion` on validated input (a SUM potential; ``labels`` (n,) int64, writeable)."""
+    n, m = phi.shape
     table = potential.table(n, m)
     tol = tolerance(phi, potential)
     converged = False
     rounds = 0
-    while rounds < max_rounds:
+    while rounds < max_iter:
         rounds += 1
         changed = False
         for alpha in range(m):
@@ -120,7 +123,8 @@ def alpha_expansion(phi, potential, init=None, max_rounds: int = 100) -> CliqueM
         if not changed:
             converged = True
             break
-    if not converged:
-        warnings.warn(f"alpha_expansion stopped after `max_rounds`={max_rounds} rounds with moves still improving "
-                      "the score; raise `max_rounds`.", ConvergenceWarning, stacklevel=2)
-    return make_result(phi, potential, labels, "alpha_expansion", m == 1, t0, n_iter=rounds, converged=converged)
+    if converged:
+        return make_result(phi, potential, labels, "alpha_expansion", t0, exact=m == 1, status=CONVERGED,
+                           n_iter=rounds)
+    return make_result(phi, potential, labels, "alpha_expansion", t0, exact=m == 1, status=MAX_ITER_REACHED,
+                       n_iter=rounds, detail="moves still improving the score; raise `max_iter`")

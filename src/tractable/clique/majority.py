@@ -13,16 +13,20 @@ from scipy.optimize import Bounds, LinearConstraint, linear_sum_assignment, milp
 from scipy.sparse import eye as speye
 from scipy.sparse import kron, vstack
 
+from .._results import COMPLETED, OPTIMAL
 from .._validate import as_float_array, check_shape
 from . import _kernels
-from ._result import CliqueMAPResult, check_phi, make_result, score_parts, tolerance
-from .alpha_pass import pick, sweep_setup
+from ._result import CliqueMAPResult, make_result
+from ._score import score_parts
+from ._validate import check_phi, tolerance
+from .alpha_pass import _pick, _sweep_setup
 from .potentials import LinearMajority
 
 __all__ = ["majority_alpha_pass", "majority_exact"]
 
 
 def _check(phi, W):
+    """``(phi, W, LinearMajority(W))`` checked: ``W`` (m, m) finite, or a :class:`LinearMajority`."""
     phi = check_phi(phi)
     n, m = phi.shape
     if isinstance(W, LinearMajority):
@@ -50,7 +54,7 @@ def _majority_sweeps(phi, W, alphas):
     out_lab = np.argmax(masked, axis=2)
     out_val = np.take_along_axis(psi, out_lab[:, :, None], axis=2)[:, :, 0]
     in_lab = np.broadcast_to(alphas[:, None], (P, n)).copy()
-    order, in_s, out_s, node, C0 = sweep_setup(in_lab, out_lab, in_val, out_val, m)
+    order, in_s, out_s, node, C0 = _sweep_setup(in_lab, out_lab, in_val, out_val, m)
     valid = _kernels.sweep_majority(C0, out_s, in_s) == alphas[:, None]
     return order, in_lab, out_lab, node, valid
 
@@ -69,15 +73,17 @@ def majority_alpha_pass(phi, W) -> CliqueMAPResult:
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
+        Node log-potentials (``-inf`` forbids a label); ``phi`` is Gupta et al.'s symbol for them.
     W : array_like of shape (m, m) or LinearMajority
-        Majority weights, ``C(n) = sum_y W[a, y] n_y`` with ``a = argmax_y n_y``.
+        Majority weights, ``C(n) = sum_y W[a, y] n_y`` with ``a = argmax_y n_y``; ``W`` is Gupta et
+        al.'s symbol for them.
 
     Returns
     -------
     CliqueMAPResult
-        ``exact`` is True only for ``m <= 2`` (for ``m > 2`` the ratio can be as low as 1/2, Sec. 3.3.1
-        of [1]_).
+        ``exact`` is True (``status="optimal"``) only for ``m <= 2`` (for ``m > 2`` the ratio can be
+        as low as 1/2, Sec. 3.3.1 of [1]_; ``status="completed"``). ``n_iter`` is the number of
+        sweeps, ``m``.
 
     References
     ----------
@@ -86,16 +92,24 @@ def majority_alpha_pass(phi, W) -> CliqueMAPResult:
     """
     t0 = time.perf_counter()
     phi, W, pot = _check(phi, W)
+    return _majority_alpha_pass(phi, W, pot, t0)
+
+
+def _majority_alpha_pass(phi, W, pot, t0) -> CliqueMAPResult:
+    """:func:`majority_alpha_pass` on validated input (``W`` the weights of ``pot``)."""
     n, m = phi.shape
     if m == 1:
-        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_alpha_pass", True, t0)
+        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_alpha_pass", t0, exact=True,
+                           status=OPTIMAL)
     best_v, best_lab = -np.inf, None
     for alphas in _chunks(n, m):
         order, in_lab, out_lab, node, valid = _majority_sweeps(phi, W, alphas)
-        v, lab = pick(np.where(valid, node, -np.inf), order, in_lab, out_lab)
+        v, lab = _pick(np.where(valid, node, -np.inf), order, in_lab, out_lab)
         if best_lab is None or v > best_v:
             best_v, best_lab = v, lab
-    return make_result(phi, pot, best_lab, "majority_alpha_pass", m <= 2, t0, n_iter=m)
+    exact = m <= 2
+    return make_result(phi, pot, best_lab, "majority_alpha_pass", t0, exact=exact,
+                       status=OPTIMAL if exact else COMPLETED, n_iter=m)
 
 
 def _caps(m, alpha, k):
@@ -104,8 +118,8 @@ def _caps(m, alpha, k):
     return np.maximum(cap, 0)
 
 
-def solve_subproblem_lp(psi, alpha, k):
-    """Subproblem ``(alpha, k)`` as a linear program (readable reference of :func:`solve_subproblem`).
+def _solve_subproblem_lp(psi, alpha, k):
+    """Subproblem ``(alpha, k)`` as a linear program (readable reference of :func:`_solve_subproblem`).
 
     ``max sum_{u,y} psi[u, y] x[u, y]`` subject to ``sum_y x[u, y] = 1``, ``sum_u x[u, alpha] = k``,
     ``sum_u x[u, y] <= k - 1`` for ``y < alpha`` and ``<= k`` for ``y > alpha``, ``0 <= x <= 1`` and
@@ -129,10 +143,10 @@ def solve_subproblem_lp(psi, alpha, k):
     return np.argmax(res.x.reshape(n, m), axis=1)
 
 
-def solve_subproblem(psi, alpha, k):
+def _solve_subproblem(psi, alpha, k):
     """Subproblem ``(alpha, k)`` of :func:`majority_exact` as an assignment problem with label slots.
 
-    Label ``y`` gets ``min(cap_y, n)`` identical slots (``cap`` as in :func:`solve_subproblem_lp`);
+    Label ``y`` gets ``min(cap_y, n)`` identical slots (``cap`` as in :func:`_solve_subproblem_lp`);
     each node takes one slot (``scipy.optimize.linear_sum_assignment``). The ``k`` slots of alpha
     carry a bonus ``B`` larger than any difference of node scores, so an optimal assignment fills all
     of them whenever that is feasible; forbidden (``-inf``) entries cost more than ``n + 1`` bonuses,
@@ -163,8 +177,8 @@ def majority_exact(phi, W) -> CliqueMAPResult:
     For every majority label ``alpha`` and count ``k = n_alpha`` the best labelling is a
     degree-constrained bipartite matching (nodes to labels, label ``alpha`` used ``k`` times, the
     others at most ``k`` times, or ``k - 1`` for lower labels, which lose ties), solved exactly as an
-    assignment problem with label slots (:func:`solve_subproblem`; the LP of [1]_ in
-    :func:`solve_subproblem_lp` is its reference). The subproblems share work: one modified
+    assignment problem with label slots (``_solve_subproblem``; the LP of [1]_ in
+    ``_solve_subproblem_lp`` is its reference). The subproblems share work: one modified
     alpha-pass sweep per label gives, for every ``k``, the best labelling with ``n_alpha = k`` and no
     other constraint. That value bounds the subproblem
     from above, and when that labelling already has majority ``alpha`` it solves the subproblem. Only
@@ -174,14 +188,15 @@ def majority_exact(phi, W) -> CliqueMAPResult:
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
+        Node log-potentials (``-inf`` forbids a label); ``phi`` is Gupta et al.'s symbol for them.
     W : array_like of shape (m, m) or LinearMajority
-        Majority weights.
+        Majority weights (Gupta et al.'s symbol), as in :func:`majority_alpha_pass`.
 
     Returns
     -------
     CliqueMAPResult
-        ``exact`` is True; ``n_iter`` is the number of matching problems handed to the solver.
+        ``exact`` is True and ``status`` ``"optimal"``; ``n_iter`` is the number of matching problems
+        handed to the solver.
 
     Notes
     -----
@@ -195,16 +210,21 @@ def majority_exact(phi, W) -> CliqueMAPResult:
     """
     t0 = time.perf_counter()
     phi, W, pot = _check(phi, W)
+    return _majority_exact(phi, W, pot, t0)
+
+
+def _majority_exact(phi, W, pot, t0) -> CliqueMAPResult:
+    """:func:`majority_exact` on validated input (``W`` the weights of ``pot``)."""
     n, m = phi.shape
     if m == 1:
-        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_exact", True, t0)
+        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_exact", t0, exact=True, status=OPTIMAL)
     tol = tolerance(phi, pot)
     best_v, best_lab = -np.inf, None
     bounds = []  # (bound, alpha, k) of the subproblems the sweeps did not settle
     kmin = -(-n // m)  # a majority count is at least ceil(n / m)
     for alphas in _chunks(n, m):
         order, in_lab, out_lab, node, valid = _majority_sweeps(phi, W, alphas)
-        v, lab = pick(np.where(valid, node, -np.inf), order, in_lab, out_lab)
+        v, lab = _pick(np.where(valid, node, -np.inf), order, in_lab, out_lab)
         if best_lab is None or v > best_v:
             best_v, best_lab = v, lab
         open_ = ~valid & np.isfinite(node)
@@ -216,11 +236,11 @@ def majority_exact(phi, W) -> CliqueMAPResult:
     for bound, alpha, k in bounds:
         if bound <= best_v + tol:
             break
-        lab = solve_subproblem(phi + W[alpha][None, :], alpha, k)
+        lab = _solve_subproblem(phi + W[alpha][None, :], alpha, k)
         solved += 1
         if lab is None:
             continue
         v = sum(score_parts(phi, pot, lab))
         if v > best_v:
             best_v, best_lab = v, lab
-    return make_result(phi, pot, best_lab, "majority_exact", True, t0, n_iter=solved)
+    return make_result(phi, pot, best_lab, "majority_exact", t0, exact=True, status=OPTIMAL, n_iter=solved)

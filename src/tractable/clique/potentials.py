@@ -40,10 +40,6 @@ __all__ = [
     "SumPotential",
 ]
 
-#: kernel codes of the families (see ``_kernels.clique_value``)
-SUM, MAX, MAJORITY, GENERAL = 0, 1, 2, 3
-
-
 def _as_counts(counts) -> np.ndarray:
     c = np.asarray(counts)
     if c.ndim == 0:
@@ -95,11 +91,6 @@ class CliquePotential(ABC):
             raise ValueError(f"`potential` {self!r} is not a SUM or MAX potential; it has no per-label table.")
         self.check(n, m)
         return np.array(self._table(n, m), dtype=np.float64, order="C")  # a fresh writeable copy
-
-    @property
-    def code(self) -> int:
-        """Family code used by the compiled kernels."""
-        return {"sum": SUM, "max": MAX, "majority": MAJORITY}.get(self.family, GENERAL)
 
     @abstractmethod
     def _value(self, c: np.ndarray) -> np.ndarray:

@@ -43,7 +43,7 @@ def _symmetric(rng, m, low, high):
     return np.triu(upper) + np.triu(upper, 1).T
 
 
-def clique_benchmark(kind: str, n: int = 100, m: int = 24, lam: float = 1.0, rng=None):
+def clique_benchmark(kind: str, *, n: int = 100, m: int = 24, lam: float = 1.0, rng=None):
     """One random clique of the paper's synthetic benchmark.
 
     Parameters

@@ -17,15 +17,17 @@ def register(subparsers) -> None:
     p.add_argument("model", help="model file written by tractable.hlmrf.HLMRF.save (format tractable.hlmrf)")
     p.add_argument("--method", default="admm", choices=["admm", "highs", "clarabel"],
                    help="admm (default), or the exact LP (highs, p = 1 only) / QP (clarabel)")
-    p.add_argument("--rho", type=float, default=1.0, help="ADMM step size (default 1)")
-    p.add_argument("--eps-abs", type=float, default=1e-5, help="ADMM absolute tolerance (default 1e-5)")
-    p.add_argument("--eps-rel", type=float, default=1e-3, help="ADMM relative tolerance (default 1e-3)")
-    p.add_argument("--max-iter", type=int, default=25_000, help="ADMM iteration budget (default 25000)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="stop after this long")
-    p.add_argument("--constraints", default="auto", choices=["auto", "local", "consensus"],
-                   help="ADMM handling of constraints (see tractable.hlmrf.solve; default auto)")
-    p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    # options default to None (not given): tractable.hlmrf.solve owns the defaults and rejects an ADMM
+    # option given with --method highs/clarabel
+    p.add_argument("--rho", type=float, help="ADMM step size (default: that of tractable.hlmrf.solve)")
+    p.add_argument("--eps-abs", type=float, help="ADMM absolute tolerance (default: solve's)")
+    p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (default: solve's)")
+    p.add_argument("--max-iter", type=int, help="ADMM iteration budget (default: solve's)")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long (any method)")
+    p.add_argument("--constraints", choices=["auto", "local", "consensus"],
+                   help="ADMM handling of constraints (see tractable.hlmrf.solve; default: solve's)")
+    p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set (any method)")
+    p.add_argument("--no-progress", action="store_true", help="no ADMM progress bar (shown by default)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the assignment here: .npy (binary) or any other name (one value per line)")
     p.set_defaults(func=_run)
@@ -38,11 +40,12 @@ def _run(args) -> int:
     from .model import HLMRF
 
     model = HLMRF.load(args.model)
-    kwargs = {}
-    if args.method == "admm":
-        kwargs = dict(rho=args.rho, eps_abs=args.eps_abs, eps_rel=args.eps_rel, max_iter=args.max_iter,
-                      progress=not args.no_progress, constraints=args.constraints)
-    res = solve(model, args.method, time_limit=args.time_limit, repair=args.repair, **kwargs)
+    # only what the user set: solve owns the defaults, and rejects an ADMM option given to highs/clarabel
+    options = dict(rho=args.rho, eps_abs=args.eps_abs, eps_rel=args.eps_rel, max_iter=args.max_iter,
+                   constraints=args.constraints, time_limit=args.time_limit, repair=args.repair or None)
+    if args.method == "admm" and not args.no_progress:
+        options["progress"] = True  # the CLI shows a bar by default; the API does not
+    res = solve(model, args.method, **{k: v for k, v in options.items() if v is not None})
     print(f"model      {model!r}")
     print(f"method     {res.method}")
     print(f"status     {res.status}")
@@ -58,4 +61,4 @@ def _run(args) -> int:
         else:
             np.savetxt(args.output, np.asarray(res.x), fmt="%.12g")
         print(f"wrote the assignment to {args.output}", file=sys.stderr)
-    return 0 if res.status in ("converged", "optimal") else 1
+    return 0 if res.converged else 1

@@ -21,7 +21,9 @@ point method for squared hinges with more than one unknown).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._numba import njit
 
 KIND_HINGE = 0  # w * max(c·x + b, 0)
 KIND_SQUARED = 1  # w * max(c·x + b, 0) ** 2
@@ -29,7 +31,7 @@ KIND_LEQ = 2  # constraint c·x + b <= 0
 KIND_EQ = 3  # constraint c·x + b == 0
 
 
-@njit(cache=True)
+@njit
 def _clip01(v):
     if v < 0.0:
         return 0.0
@@ -38,7 +40,7 @@ def _clip01(v):
     return v
 
 
-@njit(cache=True)
+@njit
 def _g_at(d, sc, ds, c, s0, b, k, sgn, lam):
     """g(lam) = sgn*c · clip(d - lam*sgn*c*sc) + sgn*b."""
     s = sgn * b
@@ -48,7 +50,7 @@ def _g_at(d, sc, ds, c, s0, b, k, sgn, lam):
     return s
 
 
-@njit(cache=True)
+@njit
 def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
     """Solve ``g(lam) - inv_kappa * lam = 0`` for ``lam >= 0`` and write ``clip(d - lam c')`` to ``out``.
 
@@ -165,7 +167,7 @@ def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
     return lam
 
 
-@njit(cache=True)
+@njit
 def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
     """Minimizer of one local problem (potential or constraint) written to ``out[s0:s0 + k]``.
 
@@ -208,7 +210,7 @@ def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
             root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
 
 
-@njit(cache=True)
+@njit
 def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
     """Apply :func:`local_update` to every term; ``d`` and ``out`` are per local copy."""
     maxk = 1
@@ -221,7 +223,7 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
         local_update(kind[t], d, ones, s, coef, s, const[t], weight[t], rho, indptr[t + 1] - s, out, bp, 0)
 
 
-@njit(cache=True)
+@njit
 def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, n_steps,
              stats, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind):
     """Run up to ``n_steps`` consensus-ADMM iterations in place; return the number completed.
@@ -382,7 +384,7 @@ def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, e
     return n_steps
 
 
-@njit(cache=True)
+@njit
 def term_values(indptr, idx, coef, const, x):
     """``c_t · x[idx] + b_t`` for every term ``t``."""
     n_terms = indptr.shape[0] - 1
@@ -395,7 +397,7 @@ def term_values(indptr, idx, coef, const, x):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def admm_run_parallel(indptr, idx, coef, const, weight, kind, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs,
                       eps_rel, n_steps, stats, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind):
     """Multi-threaded :func:`admm_run` (same iterates up to float summation order).

@@ -21,7 +21,8 @@ class MPEResult:
     objective : float
         ``sum_j w_j max(c_j·x + b_j, 0)^p_j`` at ``x`` (the energy; lower is more probable).
     converged : bool
-        ADMM: both residuals met their tolerances; reference solvers: an optimum was found.
+        ADMM: both residuals met their tolerances; reference solvers: an optimum was found. ``False``
+        always comes with a :class:`~tractable.ConvergenceWarning`.
     n_iter : int
         ADMM iterations (reference solvers: their iteration count, or 0 where not reported).
     primal_residual, dual_residual : float
@@ -30,14 +31,17 @@ class MPEResult:
     max_violation : float
         Largest violation of a constraint, of the box [0, 1] or of a fixed value at ``x``.
     status : str
-        ``"converged"``, ``"max_iter_reached"``, ``"time_limit_reached"`` (ADMM), ``"optimal"``,
-        ``"infeasible"``, ``"error"`` (reference solvers).
+        From the library's vocabulary (:mod:`tractable._results`): ``"converged"``,
+        ``"max_iter_reached"``, ``"time_limit_reached"`` (ADMM); ``"optimal"``,
+        ``"time_limit_reached"``, ``"infeasible"``, ``"error"`` (reference solvers).
     time : float
         Wall-clock seconds spent.
     method : str
-        ``"admm"``, ``"highs"`` or ``"clarabel"``.
+        ``"admm"``, ``"highs"`` or ``"clarabel"``: the name passed to :func:`~tractable.hlmrf.solve`.
     message : str
-        A human-readable account of how the solver stopped.
+        A one-line account of how the solver stopped (the text of the warning when
+        ``converged=False``), e.g. ``"admm: converged after 212 iterations; residuals below
+        tolerance"``.
     rho : float
         ADMM step size at the last iteration (differs from the given ``rho`` with adaptive rho).
     """

@@ -4,28 +4,54 @@ Every potential and every constraint gets local copies of its variables and Lagr
 each iteration solves all local problems exactly (:mod:`tractable.hlmrf.updates`), averages the
 copies into the consensus variables (clipped to [0, 1]) and updates the multipliers. The whole
 iteration is one compiled pass over flat arrays (:func:`tractable.hlmrf._kernels.admm_run`).
+
+:func:`solve` validates its arguments once (``_validate_solve``) and calls the core of the chosen
+method from :data:`METHODS` (``_solve_admm`` here, ``_solve_highs`` / ``_solve_clarabel`` in
+``_reference.py``), which trusts its input.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
+from dataclasses import replace
 
 import numpy as np
 
-from .._results import ConvergenceWarning, frozen_array
-from .._validate import as_float_array, check_choice, check_int, check_positive
+from .._results import (
+    CONVERGED,
+    MAX_ITER_REACHED,
+    TIME_LIMIT_REACHED,
+    frozen_array,
+    stop_message,
+    warn_stopped,
+)
+from .._validate import as_float_array, check_choice, check_int, check_options, check_positive, resolve_method
 from . import _kernels
+from ._reference import _solve_clarabel, _solve_highs
 from ._result import MPEResult
 from .model import HLMRF
 
 __all__ = ["solve", "METHODS"]
 
-#: solver name -> "module:function" (reference solvers are imported on use)
-METHODS = {
-    "admm": "admm",
-    "highs": "reference:solve_highs",
-    "clarabel": "reference:solve_clarabel",
+#: ADMM's options and their defaults (``None`` in the signature of :func:`solve` means "not given")
+_ADMM_DEFAULTS = {
+    "rho": 1.0,
+    "eps_abs": 1e-5,
+    "eps_rel": 1e-3,
+    "max_iter": 25_000,
+    "progress": False,
+    "adaptive_rho": False,
+    "over_relaxation": 1.0,
+    "constraints": "auto",
+    "parallel": False,
+}
+#: options that every method uses
+_COMMON = ("time_limit", "repair")
+#: method name -> the options it uses
+_OPTIONS = {
+    "admm": (*_ADMM_DEFAULTS, "x0", *_COMMON),
+    "highs": _COMMON,
+    "clarabel": _COMMON,
 }
 
 
@@ -33,17 +59,17 @@ def solve(
     model: HLMRF,
     method: str = "admm",
     *,
-    rho: float = 1.0,
-    eps_abs: float = 1e-5,
-    eps_rel: float = 1e-3,
-    max_iter: int = 25_000,
+    rho: float | None = None,
+    eps_abs: float | None = None,
+    eps_rel: float | None = None,
+    max_iter: int | None = None,
     x0=None,
     time_limit: float | None = None,
-    progress: bool = False,
-    adaptive_rho: bool = False,
-    over_relaxation: float = 1.0,
-    constraints: str = "auto",
-    parallel: bool = False,
+    progress: bool | None = None,
+    adaptive_rho: bool | None = None,
+    over_relaxation: float | None = None,
+    constraints: str | None = None,
+    parallel: bool | None = None,
     repair: bool = False,
 ) -> MPEResult:
     """Find a most probable explanation (MPE) of a hinge-loss MRF.
@@ -58,29 +84,29 @@ def solve(
         ``"admm"``: consensus ADMM (Bach et al. 2012) with exact local updates for any arity.
         ``"highs"``: the exact linear program (all potentials with ``p = 1``) solved by HiGHS through
         :func:`scipy.optimize.linprog`. ``"clarabel"``: the exact quadratic program solved by the
-        Clarabel interior-point solver (the ``ref`` extra).
-    rho : float
+        Clarabel interior-point solver (the ``ref`` extra). See :data:`METHODS`.
+    rho : float, default 1.0
         ADMM step size (initial value when ``adaptive_rho``).
-    eps_abs, eps_rel : float
+    eps_abs, eps_rel : float, default 1e-5 and 1e-3
         ADMM stopping tolerances: stop when ``||r|| <= sqrt(p) eps_abs + eps_rel max(||x||, ||z||)`` and
         ``||s|| <= sqrt(p) eps_abs + eps_rel ||y||`` with ``p`` the number of local copies (Boyd et
         al. 2011, Sec. 3.3.1; PSL's defaults).
-    max_iter : int
+    max_iter : int, default 25_000
         ADMM iteration budget.
     x0 : array_like of shape (n_variables,), optional
         ADMM warm start (clipped to [0, 1]); default all zeros.
     time_limit : float, optional
-        Seconds after which ADMM stops with ``status="time_limit_reached"`` (reference solvers pass
-        it on as their own limit).
-    progress : bool
+        Seconds after which the solver stops with ``status="time_limit_reached"`` (every method:
+        ADMM checks it every 10 iterations, the reference solvers take it as their own limit).
+    progress : bool, default False
         Show a tqdm progress bar (ADMM).
-    adaptive_rho : bool
+    adaptive_rho : bool, default False
         Residual balancing (Boyd et al. 2011, Sec. 3.4.1, on residuals normalized by their
         tolerances): every 10 iterations ``rho`` is doubled when the primal residual is ten times
         further from its tolerance than the dual one, and halved in the opposite case; the
         multipliers are unscaled, so they need no rescaling. Adaptation stops after
         ``max_iter // 2`` iterations so that the final phase is plain ADMM with a fixed ``rho``.
-    over_relaxation : float
+    over_relaxation : float, default 1.0
         ``alpha`` in (0, 2): the consensus and multiplier updates use ``alpha x + (1 - alpha) z``
         (Boyd et al. 2011, Sec. 3.4.3); 1 is plain ADMM.
     constraints : {"auto", "local", "consensus"}, default "auto"
@@ -92,63 +118,102 @@ def solve(
         feasible, and it is still exact ADMM. Raises ``ValueError`` when two constraints share a
         variable. ``"auto"`` (the default): ``"consensus"`` when the constraints are disjoint, else
         ``"local"``, so that answers are feasible without repair whenever the model allows it.
-    parallel : bool
+    parallel : bool, default False
         Run the ADMM iterations on all of numba's threads (``numba.set_num_threads`` limits them);
         the iterates are those of the one-thread kernel up to the summation order of the residuals.
         Worth it on a dedicated multi-core machine; on a busy one each parallel region waits for its
         slowest thread, hence the default of one thread.
-    repair : bool
+    repair : bool, default False
         Replace the answer by :func:`tractable.hlmrf.project_feasible` of it (a nearby feasible
-        point), as the paper does before measuring suboptimality. An infeasible model is left
-        unrepaired, with a ``ConvergenceWarning``.
+        point), as the paper does before measuring suboptimality (every method). An infeasible model
+        is left unrepaired, with a ``ConvergenceWarning``.
+
+    The options from ``rho`` to ``parallel`` (and ``x0``) are ADMM's: giving one with
+    ``method="highs"`` or ``"clarabel"`` raises ``ValueError``. ``None`` means "not given" (the
+    default above applies).
 
     Returns
     -------
     MPEResult
+        ``status`` is ``"converged"``, ``"max_iter_reached"`` or ``"time_limit_reached"`` (ADMM),
+        ``"optimal"``, ``"time_limit_reached"``, ``"infeasible"`` or ``"error"`` (reference solvers);
+        ``method`` is the name passed.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``method``, an option that ``method`` does not use, or an option out of range.
 
     Warns
     -----
     ConvergenceWarning
-        When ADMM stops before meeting its tolerances (an infeasible model never meets them; its
-        result has ``converged=False`` and a large ``max_violation``).
+        Whenever the result has ``converged=False``: ADMM stopped before meeting its tolerances (an
+        infeasible model never meets them; its result has a large ``max_violation``), or a
+        reference solver found no optimum (``status`` says why).
+
+    Examples
+    --------
+    >>> from tractable.hlmrf import HLMRF, solve
+    >>> m = HLMRF(2)
+    >>> m.add_potential([0, 1], [-1.0, 1.0], constant=0.5)  # max(0.5 - x0 + x1, 0)
+    0
+    >>> res = solve(m, eps_abs=1e-8, eps_rel=1e-8)
+    >>> res.status, round(res.objective, 6)
+    ('converged', 0.0)
+    >>> solve(m, method="highs").status
+    'optimal'
+    >>> solve(m, method="highs", max_iter=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: `max_iter` does not apply to `method`='highs' (its options: `time_limit`, `repair`).
     """
-    if not isinstance(model, HLMRF):
-        raise TypeError(f"`model` must be an HLMRF; got {type(model).__name__}.")
-    check_choice(method, "method", tuple(METHODS))
-    time_limit = None if time_limit is None else check_positive(time_limit, "time_limit")
-    if x0 is not None:
-        x0 = as_float_array(x0, "x0", ndim=1, allow_neginf=False)
-        if x0.shape != (model.n_variables,):
-            raise ValueError(f"`x0` must have shape ({model.n_variables},); got {x0.shape}.")
-    if method != "admm":
-        import importlib
-
-        mod, func = METHODS[method].split(":")
-        res = getattr(importlib.import_module(f".{mod}", __package__), func)(model, time_limit=time_limit)
-    else:
-        res = _solve_admm(
-            model, rho=check_positive(rho, "rho"), eps_abs=check_positive(eps_abs, "eps_abs", strict=False),
-            eps_rel=check_positive(eps_rel, "eps_rel", strict=False),
-            max_iter=check_int(max_iter, "max_iter", minimum=1),
-            x0=x0, time_limit=time_limit, progress=bool(progress), adaptive_rho=bool(adaptive_rho),
-            alpha=_check_alpha(over_relaxation), constraints=check_choice(constraints, "constraints",
-                                                                          ("local", "consensus", "auto")),
-            parallel=bool(parallel),
-        )
+    core, kwargs = _validate_solve(model, method, dict(
+        rho=rho, eps_abs=eps_abs, eps_rel=eps_rel, max_iter=max_iter, x0=x0, time_limit=time_limit,
+        progress=progress, adaptive_rho=adaptive_rho, over_relaxation=over_relaxation, constraints=constraints,
+        parallel=parallel, repair=repair,
+    ))
+    res = core(model, **kwargs)
+    if not res.converged:
+        warn_stopped(res.message)
     if repair and np.all(np.isfinite(res.x)):
-        from dataclasses import replace
-
         from .repair import project_feasible
 
         t0 = time.perf_counter()
         try:
             xr = project_feasible(model, res.x)
         except ValueError as err:
-            warnings.warn(f"no repair: {err}", ConvergenceWarning, stacklevel=2)
+            warn_stopped(f"no repair: {err}")
         else:
             res = replace(res, x=frozen_array(xr), objective=model.objective(xr),
                           max_violation=model.max_violation(xr), time=res.time + time.perf_counter() - t0)
     return res
+
+
+def _validate_solve(model, method, options):
+    """Check the arguments of :func:`solve`; return the core and its keyword arguments (defaults applied)."""
+    if not isinstance(model, HLMRF):
+        raise TypeError(f"`model` must be an HLMRF; got {type(model).__name__}.")
+    core = resolve_method(method, METHODS)
+    check_options(method, options, _OPTIONS[method])
+    time_limit = options["time_limit"]
+    time_limit = None if time_limit is None else check_positive(time_limit, "time_limit")
+    if core is not _solve_admm:
+        return core, dict(time_limit=time_limit)
+    opt = {k: _ADMM_DEFAULTS[k] if options[k] is None else options[k] for k in _ADMM_DEFAULTS}
+    x0 = options["x0"]
+    if x0 is not None:
+        x0 = as_float_array(x0, "x0", ndim=1, allow_neginf=False)
+        if x0.shape != (model.n_variables,):
+            raise ValueError(f"`x0` must have shape ({model.n_variables},); got {x0.shape}.")
+    return core, dict(
+        rho=check_positive(opt["rho"], "rho"), eps_abs=check_positive(opt["eps_abs"], "eps_abs", strict=False),
+        eps_rel=check_positive(opt["eps_rel"], "eps_rel", strict=False),
+        max_iter=check_int(opt["max_iter"], "max_iter", minimum=1), x0=x0, time_limit=time_limit,
+        progress=bool(opt["progress"]), adaptive_rho=bool(opt["adaptive_rho"]),
+        alpha=_check_alpha(opt["over_relaxation"]),
+        constraints=check_choice(opt["constraints"], "constraints", ("local", "consensus", "auto")),
+        parallel=bool(opt["parallel"]),
+    )
 
 
 def _check_alpha(alpha) -> float:
@@ -219,7 +284,7 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
             return _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, k, stats, *zcons)
     stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
     n_iter = 0
-    status = "max_iter_reached"
+    status = MAX_ITER_REACHED
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -227,8 +292,8 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
         bar = tqdm(total=max_iter, desc="ADMM", unit="it")
     try:
         if comp.idx.size == 0:
-            status = "converged"
-        while status != "converged" and n_iter < max_iter:
+            status = CONVERGED
+        while status != CONVERGED and n_iter < max_iter:
             steps = min(_CHUNK, max_iter - n_iter)
             done = step(steps)
             n_iter += done
@@ -236,10 +301,10 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
                 bar.update(done)
                 bar.set_postfix(primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}", refresh=False)
             if done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3]):
-                status = "converged"
+                status = CONVERGED
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                status = "time_limit_reached"
+                status = TIME_LIMIT_REACHED
                 break
             if adaptive_rho and n_iter < max_iter // 2:
                 rp = stats[0] / max(stats[2], 1e-300)
@@ -254,20 +319,25 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
     full = comp.x_fixed.copy()
     full[comp.free] = z
     viol = model.max_violation(full)
-    converged = status == "converged"
-    message = {
-        "converged": f"residuals below tolerance after {n_iter} iterations",
-        "max_iter_reached": f"stopped after max_iter={max_iter} iterations",
-        "time_limit_reached": f"stopped by time_limit={time_limit} s after {n_iter} iterations",
-    }[status]
-    if not converged:
-        warnings.warn(
-            f"ADMM {message} (primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, "
-            f"max violation {viol:.3g}); the model may be infeasible, or increase max_iter.",
-            ConvergenceWarning, stacklevel=3,
-        )
+    converged = status == CONVERGED
+    if converged:
+        detail = "residuals below tolerance"
+    else:
+        budget = "time_limit" if status == TIME_LIMIT_REACHED else "max_iter"
+        detail = (f"primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, max violation {viol:.3g}; "
+                  f"the model may be infeasible, or increase {budget}")
+    message = stop_message(status, "admm", n_iter, detail)
     return MPEResult(
         x=frozen_array(full), objective=model.objective(full), converged=converged, n_iter=n_iter,
         primal_residual=float(stats[0]), dual_residual=float(stats[1]), max_violation=viol, status=status,
         time=time.perf_counter() - t0, method="admm", message=message, rho=float(rho),
     )
+
+
+#: method name -> solver core ``f(model, **options) -> MPEResult``; resolved by :func:`solve`. The
+#: reference solvers import SciPy's ``linprog`` / ``clarabel`` when first called.
+METHODS = {
+    "admm": _solve_admm,
+    "highs": _solve_highs,
+    "clarabel": _solve_clarabel,
+}

@@ -22,8 +22,8 @@ def from_pgmpy(model) -> FactorGraph:
     FactorGraph
         One table factor per CPD, over ``[*parents, child]`` (the child last, as in a UAI
         ``BAYES`` file), with log-probabilities; variables are named after the network's nodes, in
-        the order of ``model.nodes()``. The graph's ``state_names`` attribute maps each variable
-        name to its list of states, index = state number.
+        the order of ``model.nodes()``. ``fg.state_names[i]`` is the tuple of variable ``i``'s
+        states in pgmpy's order (index = state number).
     """
     nodes = list(model.nodes())
     index = {v: i for i, v in enumerate(nodes)}
@@ -32,8 +32,8 @@ def from_pgmpy(model) -> FactorGraph:
     if missing:
         raise ValueError(f"`model` has no CPD for {missing[:5]}.")
     card = [int(cpds[v].cardinality[0]) for v in nodes]
-    fg = FactorGraph(card, names=[str(v) for v in nodes])
-    state_names = {}
+    state_names = [tuple(cpds[v].state_names[v]) for v in nodes]
+    fg = FactorGraph(card, names=[str(v) for v in nodes], state_names=state_names)
     for v in nodes:
         cpd = cpds[v]
         values = np.asarray(cpd.values, dtype=np.float64)  # axes: [child, *parents]
@@ -44,8 +44,6 @@ def from_pgmpy(model) -> FactorGraph:
         with np.errstate(divide="ignore"):
             table = np.log(np.moveaxis(values, 0, -1))
         fg.add_factor(TableFactor([index[p] for p in parents] + [index[v]], table))
-        state_names[str(v)] = list(cpd.state_names[v])
-    fg.state_names = state_names
     fg.network_type = "BAYES"
     return fg
 

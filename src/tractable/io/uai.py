@@ -272,7 +272,10 @@ def _strip_padding(marginals, fg: FactorGraph | None):
 
 
 def write_mar(path_or_stream, marginals, fg: FactorGraph | None = None) -> str:
-    """Write marginals (a list of ``(card_i,)`` arrays) in the ``MAR`` format; return the text.
+    """Write marginals in the ``MAR`` format; return the text.
+
+    ``marginals[i]`` is variable ``i``'s distribution: an ``(n, k)`` array or a sequence of
+    ``(card_i,)`` arrays, as in :class:`~tractable.MarginalsResult`.
 
     ``path_or_stream`` may be a path, a writable text stream, or ``None`` (only return the text).
     """

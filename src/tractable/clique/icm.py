@@ -7,20 +7,19 @@ the other labels held fixed; sweeps repeat until one changes nothing.
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 
-from .._results import ConvergenceWarning
+from .._results import CONVERGED, MAX_ITER_REACHED
 from .._validate import check_int, check_rng
 from . import _kernels
-from ._result import CliqueMAPResult, check_phi, check_potential, kernel_args, make_result, tolerance
-from .expansion import check_init
+from ._result import CliqueMAPResult, make_result
+from ._validate import check_clique, check_init, kernel_args, tolerance
 
-__all__ = ["icm", "icm_sweep_python"]
+__all__ = ["icm"]
 
 
-def icm_sweep_python(phi, labels, counts, order, potential, tol) -> int:
+def _icm_sweep_python(phi, labels, counts, order, potential, tol) -> int:
     """One ICM sweep, in place on ``labels`` and ``counts`` (readable reference; any potential).
 
     Same contract as ``_kernels.icm_sweep``; the ``m`` candidate count vectors of a node are
@@ -41,19 +40,19 @@ def icm_sweep_python(phi, labels, counts, order, potential, tol) -> int:
     return changed
 
 
-def icm(phi, potential, init=None, max_sweeps: int = 100, rng=None) -> CliqueMAPResult:
+def icm(phi, potential, *, init=None, max_iter: int = 100, rng=None) -> CliqueMAPResult:
     """MAP labelling by iterated conditional modes.
 
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
+        Node log-potentials (``-inf`` forbids a label); ``phi`` is Gupta et al.'s symbol for them.
     potential : CliquePotential
         Any clique potential (SUM, MAX and majority potentials run in a compiled loop; a
         :class:`CountPotential` is called once per node visit with the ``m`` candidate count vectors).
     init : array_like of int, shape (n,), optional
         Starting labelling; by default each node's best label.
-    max_sweeps : int, default 100
+    max_iter : int, default 100
         Most sweeps over the nodes.
     rng : None, int or numpy.random.Generator
         Order of the nodes in each sweep (a fresh random permutation per sweep).
@@ -61,32 +60,49 @@ def icm(phi, potential, init=None, max_sweeps: int = 100, rng=None) -> CliqueMAP
     Returns
     -------
     CliqueMAPResult
-        ``n_iter`` sweeps; ``converged`` False (with a ``ConvergenceWarning``) when the last sweep
-        still changed a label. ``exact`` is False unless ``m == 1``.
+        ``n_iter`` sweeps; ``status`` is ``"converged"`` when the last sweep changed no label, else
+        ``"max_iter_reached"`` with ``converged=False`` and a :class:`~tractable.ConvergenceWarning`.
+        ``exact`` is False unless ``m == 1``.
+
+    Examples
+    --------
+    ICM stops at a local optimum: every node on label 1 (score 5.0), where every node on label 0
+    scores 5.5 (:func:`alpha_expansion` finds it).
+
+    >>> import numpy as np
+    >>> from tractable.clique import Potts, icm
+    >>> phi = np.array([[1.0, 0.0], [0.0, 0.2], [0.0, 0.3]])
+    >>> res = icm(phi, Potts(0.5), rng=0)
+    >>> res.assignment.tolist(), res.score, res.status, res.n_iter
+    ([1, 1, 1], 5.0, 'converged', 2)
     """
     t0 = time.perf_counter()
-    phi = check_phi(phi)
-    n, m = phi.shape
-    potential = check_potential(potential, n, m)
-    max_sweeps = check_int(max_sweeps, "max_sweeps", minimum=1)
+    phi, potential = check_clique(phi, potential)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
     gen = check_rng(rng)
     labels = check_init(init, phi)
+    return _icm(phi, potential, labels, max_iter, gen, t0)
+
+
+def _icm(phi, potential, labels, max_iter, gen, t0) -> CliqueMAPResult:
+    """:func:`icm` on validated input; ``labels`` (n,) int64 is the start, modified in place."""
+    n, m = phi.shape
     counts = np.bincount(labels, minlength=m).astype(np.int64)
-    code, table, W = kernel_args(potential, n, m)
+    kind, table, W = kernel_args(potential, n, m)
     tol = tolerance(phi, potential)
     converged = False
     sweeps = 0
-    while sweeps < max_sweeps:
+    while sweeps < max_iter:
         sweeps += 1
         order = gen.permutation(n)
-        if code == 3:
-            changed = icm_sweep_python(phi, labels, counts, order, potential, tol)
+        if kind == _kernels.KIND_GENERAL:
+            changed = _icm_sweep_python(phi, labels, counts, order, potential, tol)
         else:
-            changed = _kernels.icm_sweep(phi, labels, counts, order, code, table, W, tol)
+            changed = _kernels.icm_sweep(phi, labels, counts, order, kind, table, W, tol)
         if changed == 0:
             converged = True
             break
-    if not converged:
-        warnings.warn(f"icm stopped after `max_sweeps`={max_sweeps} sweeps with labels still changing; "
-                      "raise `max_sweeps`.", ConvergenceWarning, stacklevel=2)
-    return make_result(phi, potential, labels, "icm", m == 1, t0, n_iter=sweeps, converged=converged)
+    if converged:
+        return make_result(phi, potential, labels, "icm", t0, exact=m == 1, status=CONVERGED, n_iter=sweeps)
+    return make_result(phi, potential, labels, "icm", t0, exact=m == 1, status=MAX_ITER_REACHED, n_iter=sweeps,
+                       detail="labels still changing; raise `max_iter`")

@@ -3,7 +3,12 @@
 Each potential ``w max(c·x + b, 0)^p`` gets a slack variable ``t >= max(c·x + b, 0)`` (rows
 ``c·x - t <= -b`` and ``t >= 0``) whose cost is ``w t`` (``p = 1``) or ``w t^2`` (``p = 2``); the
 constraints and the box ``[0, 1]`` are passed on as they are. Fixed variables are folded into the
-constants first. Used by the tests and the benchmark as the exact optimum.
+constants first. Used by the tests and the benchmark as the exact optimum, through
+``solve(model, method="highs" | "clarabel")`` (:data:`tractable.hlmrf.METHODS`).
+
+The heavy dependencies (:func:`scipy.optimize.linprog`, ``clarabel``) are imported inside the
+solvers, on first use. Both solvers trust their input (``solve`` validates it) and leave the
+:class:`~tractable.ConvergenceWarning` of an unsolved problem to ``solve``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,11 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._results import frozen_array
+from .._results import ERROR, INFEASIBLE, OPTIMAL, TIME_LIMIT_REACHED, frozen_array, stop_message
 from . import _kernels
 from ._result import MPEResult
 
-__all__ = ["solve_highs", "solve_clarabel"]
+__all__: list[str] = []
 
 
 def _term_matrix(comp, rows: np.ndarray, n_free: int) -> sp.csr_matrix:
@@ -25,7 +30,7 @@ def _term_matrix(comp, rows: np.ndarray, n_free: int) -> sp.csr_matrix:
     return full[rows]
 
 
-def _result(model, comp, xfree, *, status, n_iter, t0, method, message) -> MPEResult:
+def _result(model, comp, xfree, *, status, n_iter, t0, method, detail) -> MPEResult:
     full = comp.x_fixed.copy()
     if xfree is not None:
         full[comp.free] = np.clip(xfree, 0.0, 1.0)
@@ -34,13 +39,13 @@ def _result(model, comp, xfree, *, status, n_iter, t0, method, message) -> MPERe
         full[comp.free] = np.nan
         objective, viol = float("nan"), float("nan")
     return MPEResult(
-        x=frozen_array(full), objective=objective, converged=status == "optimal", n_iter=int(n_iter),
+        x=frozen_array(full), objective=objective, converged=status == OPTIMAL, n_iter=int(n_iter),
         primal_residual=float("nan"), dual_residual=float("nan"), max_violation=viol, status=status,
-        time=time.perf_counter() - t0, method=method, message=message,
+        time=time.perf_counter() - t0, method=method, message=stop_message(status, method, int(n_iter), detail),
     )
 
 
-def solve_highs(model, *, time_limit: float | None = None) -> MPEResult:
+def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
     """Solve the MPE linear program of a model whose potentials all have ``p = 1`` with HiGHS.
 
     Returns an :class:`MPEResult` with ``status`` ``"optimal"``, ``"infeasible"``,
@@ -74,13 +79,13 @@ def solve_highs(model, *, time_limit: float | None = None) -> MPEResult:
     if a_ub.shape[0] == 0:
         a_ub = b_ub = None
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=options)
-    status = {0: "optimal", 2: "infeasible", 1: "time_limit_reached"}.get(res.status, "error")
-    xfree = res.x[:n] if res.x is not None and status in ("optimal", "time_limit_reached") else None
+    status = {0: OPTIMAL, 2: INFEASIBLE, 1: TIME_LIMIT_REACHED}.get(res.status, ERROR)
+    xfree = res.x[:n] if res.x is not None and status in (OPTIMAL, TIME_LIMIT_REACHED) else None
     return _result(model, comp, xfree, status=status, n_iter=getattr(res, "nit", 0) or 0, t0=t0, method="highs",
-                   message=str(res.message))
+                   detail=f"HiGHS: {res.message}")
 
 
-def solve_clarabel(model, *, time_limit: float | None = None) -> MPEResult:
+def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
     """Solve the MPE quadratic program (any mix of ``p = 1`` and ``p = 2``) with Clarabel.
 
     Clarabel's interior-point method is called directly with the problem in its standard form
@@ -127,13 +132,13 @@ def solve_clarabel(model, *, time_limit: float | None = None) -> MPEResult:
     sol = clarabel.DefaultSolver(p_mat, q, a_mat, rhs, cones, settings).solve()
     name = str(sol.status)
     if name in ("Solved", "AlmostSolved"):
-        status = "optimal"
+        status = OPTIMAL
     elif "Infeasible" in name:
-        status = "infeasible"
+        status = INFEASIBLE
     elif name == "MaxTime":
-        status = "time_limit_reached"
+        status = TIME_LIMIT_REACHED
     else:
-        status = "error"
-    xfree = np.asarray(sol.x)[:n] if status in ("optimal", "time_limit_reached") else None
+        status = ERROR
+    xfree = np.asarray(sol.x)[:n] if status in (OPTIMAL, TIME_LIMIT_REACHED) else None
     return _result(model, comp, xfree, status=status, n_iter=sol.iterations, t0=t0, method="clarabel",
-                   message=f"Clarabel status {name}")
+                   detail=f"Clarabel status {name}")

@@ -8,6 +8,8 @@ __all__ = ["register"]
 
 
 def register(subparsers) -> None:
+    from . import METHODS
+
     p = subparsers.add_parser(
         "solve",
         help="exact marginals (MAR), MAP or log partition function (PR) of a .uai model",
@@ -17,22 +19,21 @@ def register(subparsers) -> None:
     p.add_argument("--evid", metavar="FILE", help="evidence file (.evid)")
     p.add_argument("--task", required=True, type=str.upper, choices=["MAR", "MAP", "PR"],
                    help="MAR: all marginals; MAP: a most probable assignment; PR: log10 of the partition function")
-    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "ve"],
+    p.add_argument("--method", default="auto", choices=["auto", *METHODS],
                    help="auto: enumeration for small models, variable elimination otherwise (default)")
     p.add_argument("--max-table-size", type=int, default=None, metavar="N",
-                   help="largest intermediate table of variable elimination (entries)")
+                   help="largest intermediate table of variable elimination (entries; default 2**25)")
     p.add_argument("-o", "--output", metavar="OUT", help="write the result here instead of stdout")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
-    from .exact import DEFAULT_MAX_TABLE_SIZE, infer
-    from .io.uai import read_evidence, read_uai, write_map, write_mar, write_pr
+    from ..io.uai import read_evidence, read_uai, write_map, write_mar, write_pr
+    from . import infer
 
     fg = read_uai(args.model)
     evidence = read_evidence(args.evid, fg) if args.evid else {}
-    kwargs = {"method": args.method, "evidence": evidence,
-              "max_table_size": args.max_table_size or DEFAULT_MAX_TABLE_SIZE}
+    kwargs = {"method": args.method, "evidence": evidence, "max_table_size": args.max_table_size}
     out = args.output or sys.stdout
     if args.task == "MAP":
         res = infer(fg, "map", **kwargs)

@@ -15,8 +15,10 @@ import time
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from .._results import OPTIMAL
 from .._validate import check_int
-from ._result import CliqueMAPResult, check_phi, check_potential, make_result
+from ._result import CliqueMAPResult, make_result
+from ._validate import check_clique
 
 __all__ = ["compositions", "exact_clique_map", "n_compositions"]
 
@@ -36,13 +38,13 @@ def compositions(n: int, m: int) -> np.ndarray:
     return np.diff(edges, axis=1) - 1
 
 
-def exact_clique_map(phi, potential, max_compositions: int = 200_000) -> CliqueMAPResult:
+def exact_clique_map(phi, potential, *, max_compositions: int = 200_000) -> CliqueMAPResult:
     """Exact MAP labelling of a clique for any count-based potential, by enumeration.
 
     Parameters
     ----------
     phi : array_like of shape (n, m)
-        Node log-potentials (``-inf`` forbids a label).
+        Node log-potentials (``-inf`` forbids a label); ``phi`` is Gupta et al.'s symbol for them.
     potential : CliquePotential
         Any clique potential.
     max_compositions : int, default 200000
@@ -51,7 +53,8 @@ def exact_clique_map(phi, potential, max_compositions: int = 200_000) -> CliqueM
     Returns
     -------
     CliqueMAPResult
-        ``exact`` is True; ``n_iter`` is the number of assignment problems solved.
+        ``exact`` is True and ``status`` ``"optimal"``; ``n_iter`` is the number of assignment
+        problems solved.
 
     Raises
     ------
@@ -65,9 +68,8 @@ def exact_clique_map(phi, potential, max_compositions: int = 200_000) -> CliqueM
     found; each visit solves one assignment problem (``scipy.optimize.linear_sum_assignment``).
     """
     t0 = time.perf_counter()
-    phi = check_phi(phi)
+    phi, potential = check_clique(phi, potential)
     n, m = phi.shape
-    potential = check_potential(potential, n, m)
     max_compositions = check_int(max_compositions, "max_compositions", minimum=1)
     count = n_compositions(n, m)
     if count > max_compositions:
@@ -75,6 +77,12 @@ def exact_clique_map(phi, potential, max_compositions: int = 200_000) -> CliqueM
             f"`phi` of shape ({n}, {m}) has {count} count vectors, more than `max_compositions`={max_compositions}; "
             "enumeration is only for small cliques (raise the limit, or use an approximate method)."
         )
+    return _exact_clique_map(phi, potential, t0)
+
+
+def _exact_clique_map(phi, potential, t0) -> CliqueMAPResult:
+    """:func:`exact_clique_map` on validated input (no limit on the number of count vectors)."""
+    n, m = phi.shape
     comps = compositions(n, m)
     cvals = np.asarray(potential(comps), dtype=np.float64).reshape(-1)
     node_ub = float(np.max(phi, axis=1).sum())
@@ -98,4 +106,4 @@ def exact_clique_map(phi, potential, max_compositions: int = 200_000) -> CliqueM
         v = float(phi[rows, lab].sum()) + c
         if v > best_v:
             best_v, best_lab = v, lab
-    return make_result(phi, potential, best_lab, "exact", True, t0, n_iter=solved)
+    return make_result(phi, potential, best_lab, "exact", t0, exact=True, status=OPTIMAL, n_iter=solved)
