@@ -48,7 +48,10 @@ def _git_commit() -> str:
             ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, timeout=10
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE, capture_output=True, text=True,
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
             timeout=10,
         )
         commit = out.stdout.strip() or "unknown"
@@ -117,8 +120,15 @@ class Recorder:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         path = RESULTS_DIR / f"{self.area}.json"
         runs = json.loads(path.read_text()) if path.exists() else []
-        runs.append({"run": self.run_id, "title": self.title, "notes": self.notes, "machine": self.machine,
-                     "rows": [{**r, **{"_" + k: v for k, v in self.machine.items()}} for r in self.rows]})
+        runs.append(
+            {
+                "run": self.run_id,
+                "title": self.title,
+                "notes": self.notes,
+                "machine": self.machine,
+                "rows": [{**r, **{"_" + k: v for k, v in self.machine.items()}} for r in self.rows],
+            }
+        )
         path.write_text(json.dumps(runs, indent=1) + "\n")
         write_results_md()
         return path

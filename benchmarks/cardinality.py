@@ -65,23 +65,32 @@ def sweep(rec: Recorder, exps, repeat: int) -> dict:
             row = {"D": f"2^{e}", "f": fname, "ours_s": t_ours, "passes": res.n_passes}
             if d <= CHAIN_MAX:
                 t_chain, ref = best_time(lambda t=theta, g=f: chain_marginals(t, g), repeat=1)
-                row.update(chain_s=t_chain, chain_over_ours=t_chain / t_ours,
-                           marg_rel_err=_rel(res.p_on, ref.p_on),
-                           count_abs_err=float(np.max(np.abs(res.count_marginals - ref.count_marginals))),
-                           logz_err=abs(res.log_partition - ref.log_partition))
+                row.update(
+                    chain_s=t_chain,
+                    chain_over_ours=t_chain / t_ours,
+                    marg_rel_err=_rel(res.p_on, ref.p_on),
+                    count_abs_err=float(np.max(np.abs(res.count_marginals - ref.count_marginals))),
+                    logz_err=abs(res.log_partition - ref.log_partition),
+                )
             if fname.startswith("0"):
                 p = 1 / (1 + np.exp(-theta))
                 if fpb is not None:
                     t_fpb, pmf = best_time(lambda q=p: fpb(q), repeat=reps)
-                    row.update(fast_poibin_s=t_fpb, fast_poibin_over_ours=t_fpb / t_ours,
-                               fast_poibin_abs_err=float(np.max(np.abs(pmf - res.count_marginals))))
+                    row.update(
+                        fast_poibin_s=t_fpb,
+                        fast_poibin_over_ours=t_fpb / t_ours,
+                        fast_poibin_abs_err=float(np.max(np.abs(pmf - res.count_marginals))),
+                    )
                 if d <= SCIPY_MAX:
                     from scipy.stats import poisson_binom
 
                     ks = np.arange(d + 1)
                     t_sp, pmf = best_time(lambda k=ks, q=p: poisson_binom.pmf(k, q), repeat=1)
-                    row.update(scipy_s=t_sp, scipy_over_ours=t_sp / t_ours,
-                               scipy_abs_err=float(np.max(np.abs(pmf - res.count_marginals))))
+                    row.update(
+                        scipy_s=t_sp,
+                        scipy_over_ours=t_sp / t_ours,
+                        scipy_abs_err=float(np.max(np.abs(pmf - res.count_marginals))),
+                    )
             rec.add(**row)
     return times
 
@@ -98,8 +107,14 @@ def at_1e5(rec: Recorder, full: bool) -> None:
     f = np.zeros(d + 1)
     t_ours, res = best_time(lambda: marginals(theta, f), repeat=3)
     t_fpb, pmf = best_time(lambda: fpb(p), repeat=3)
-    row = {"D": "10^5", "f": "0 (Poisson-binomial)", "ours_s": t_ours, "passes": res.n_passes,
-           "fast_poibin_s": t_fpb, "fast_poibin_over_ours": t_fpb / t_ours}
+    row = {
+        "D": "10^5",
+        "f": "0 (Poisson-binomial)",
+        "ours_s": t_ours,
+        "passes": res.n_passes,
+        "fast_poibin_s": t_fpb,
+        "fast_poibin_over_ours": t_fpb / t_ours,
+    }
     if full:
         ref = marginals(theta, f, method="direct").count_marginals  # exact relative to every entry
         bulk = ref >= 1e-10 * ref.max()
@@ -108,12 +123,15 @@ def at_1e5(rec: Recorder, full: bool) -> None:
         def bad(x):  # tail entries off by more than a factor 2, or negative
             return int(np.sum((x[tail] < 0) | (np.abs(x[tail] - ref[tail]) > ref[tail])))
 
-        row.update(ours_abs_err=float(np.max(np.abs(res.count_marginals - ref))),
-                   fast_poibin_abs_err=float(np.max(np.abs(pmf - ref))),
-                   ours_bulk_rel_err=_rel(res.count_marginals[bulk], ref[bulk]),
-                   fast_poibin_bulk_rel_err=_rel(pmf[bulk], ref[bulk]),
-                   ours_bad_tail_entries=bad(res.count_marginals), fast_poibin_bad_tail_entries=bad(pmf),
-                   fast_poibin_negative_entries=int(np.sum(pmf < 0)))
+        row.update(
+            ours_abs_err=float(np.max(np.abs(res.count_marginals - ref))),
+            fast_poibin_abs_err=float(np.max(np.abs(pmf - ref))),
+            ours_bulk_rel_err=_rel(res.count_marginals[bulk], ref[bulk]),
+            fast_poibin_bulk_rel_err=_rel(pmf[bulk], ref[bulk]),
+            ours_bad_tail_entries=bad(res.count_marginals),
+            fast_poibin_bad_tail_entries=bad(pmf),
+            fast_poibin_negative_entries=int(np.sum(pmf < 0)),
+        )
     rec.add(**row)
 
 
@@ -128,8 +146,7 @@ def sampling(rec: Recorder, d: int, n: int) -> None:
     res = marginals(theta, f)
     se = np.sqrt(res.p_on * (1 - res.p_on) / n)
     z = float(np.max(np.abs(s.mean(0) - res.p_on) / np.maximum(se, 1e-12)))
-    rec.add(D=f"2^{int(np.log2(d))}", f="iid N(0,1)", task=f"{n} joint samples", ours_s=t,
-            max_z_vs_exact_marginals=z)
+    rec.add(D=f"2^{int(np.log2(d))}", f="iid N(0,1)", task=f"{n} joint samples", ours_s=t, max_z_vs_exact_marginals=z)
 
 
 def main() -> None:
@@ -141,12 +158,14 @@ def main() -> None:
     rec = Recorder(
         "cardinality",
         title="Cardinality potentials: convolution tree (marginals + log Z) vs chain, fast-poibin, scipy",
-        notes=("theta ~ N(0,1). `ours_s`: full marginals + count marginals + log Z; `chain`: O(D^2) log-space"
-               " chain (also the accuracy reference); fast-poibin and scipy: count distribution only (f = 0)."
-               " Errors: marginals max relative, count marginals max absolute. Targets: 2^20 <= 1.5 s;"
-               " growth 2^16 -> 2^20 <= 25x; at 10^5 no slower than fast-poibin and more accurate;"
-               " 10^4 samples at 2^16 <= 2 s. The machine is shared (2 cores, other jobs running): times"
-               " are noisy."),
+        notes=(
+            "theta ~ N(0,1). `ours_s`: full marginals + count marginals + log Z; `chain`: O(D^2) log-space"
+            " chain (also the accuracy reference); fast-poibin and scipy: count distribution only (f = 0)."
+            " Errors: marginals max relative, count marginals max absolute. Targets: 2^20 <= 1.5 s;"
+            " growth 2^16 -> 2^20 <= 25x; at 10^5 no slower than fast-poibin and more accurate;"
+            " 10^4 samples at 2^16 <= 2 s. The machine is shared (2 cores, other jobs running): times"
+            " are noisy."
+        ),
     )
     if args.quick:
         times = sweep(rec, [10, 11, 12], repeat=3)

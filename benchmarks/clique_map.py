@@ -81,14 +81,17 @@ def _ap(phi, pot):
 def bench_graphcut(quick):
     lams = [0.8, 1.0, 1.2] if quick else np.round(np.arange(0.8, 1.2001, 0.05), 2)
     per = 3 if quick else 25
-    rec = Recorder("clique_graphcut", title="Clique MAP: alpha-pass vs graph-cut expansion (POTTS, n=100, m=24)",
-                   notes="Graph-cut alpha-expansion is GCO (gco-wrapper 3.0.9) on the clique's n(n-1)/2 pairwise "
-                         "Potts edges. `ap_ge_gc`: fraction of cliques where alpha-pass scores >= graph cut; "
-                         "`ratio_*`: alpha-pass score / graph-cut score; `speedup_*`: graph-cut time / alpha-pass "
-                         "time per clique; `auto_*`: `clique_map(method='auto')` (generalized alpha-pass p=2 "
-                         "+ DP alpha-expansion). Targets: alpha-pass <= 1 ms, >= 100x faster than graph cut with "
-                         "an equal or better score on >= 95% of cliques. TRW-S, the paper's other baseline, has no "
-                         "maintained Python package and is not compared.")
+    rec = Recorder(
+        "clique_graphcut",
+        title="Clique MAP: alpha-pass vs graph-cut expansion (POTTS, n=100, m=24)",
+        notes="Graph-cut alpha-expansion is GCO (gco-wrapper 3.0.9) on the clique's n(n-1)/2 pairwise "
+        "Potts edges. `ap_ge_gc`: fraction of cliques where alpha-pass scores >= graph cut; "
+        "`ratio_*`: alpha-pass score / graph-cut score; `speedup_*`: graph-cut time / alpha-pass "
+        "time per clique; `auto_*`: `clique_map(method='auto')` (generalized alpha-pass p=2 "
+        "+ DP alpha-expansion). Targets: alpha-pass <= 1 ms, >= 100x faster than graph cut with "
+        "an equal or better score on >= 95% of cliques. TRW-S, the paper's other baseline, has no "
+        "maintained Python package and is not compared.",
+    )
     if gco is None:
         print("gco-wrapper is not installed; skipping the graph-cut comparison")
         return
@@ -102,9 +105,16 @@ def bench_graphcut(quick):
             t_gc, gl = best_time(partial(graphcut_map, phi, pot), repeat=1)
             t_au, au = best_time(partial(clique_map, phi, pot), repeat=1)
             gs = score(phi, pot, gl)
-            for k, v in (("ge", _ge(ap.score, gs)), ("ratio", ap.score / gs), ("speed", t_gc / t_ap),
-                         ("ap_t", t_ap), ("gc_t", t_gc), ("auto_ge", _ge(au.score, gs)),
-                         ("auto_ratio", au.score / gs), ("auto_t", t_au)):
+            for k, v in (
+                ("ge", _ge(ap.score, gs)),
+                ("ratio", ap.score / gs),
+                ("speed", t_gc / t_ap),
+                ("ap_t", t_ap),
+                ("gc_t", t_gc),
+                ("auto_ge", _ge(au.score, gs)),
+                ("auto_ratio", au.score / gs),
+                ("auto_t", t_au),
+            ):
                 stats[k].append(v)
                 allr[k].append(v)
         _gc_row(rec, f"{lam:.2f}", stats)
@@ -113,23 +123,36 @@ def bench_graphcut(quick):
 
 
 def _gc_row(rec, lam, s):
-    rec.add(lam=lam, cliques=len(s["ge"]), ap_ms=1e3 * np.median(s["ap_t"]), gc_ms=1e3 * np.median(s["gc_t"]),
-            speedup_min=np.min(s["speed"]), speedup_median=np.median(s["speed"]), ap_ge_gc=np.mean(s["ge"]),
-            ratio_min=np.min(s["ratio"]), ratio_median=np.median(s["ratio"]), auto_ms=1e3 * np.median(s["auto_t"]),
-            auto_ge_gc=np.mean(s["auto_ge"]), auto_ratio_min=np.min(s["auto_ratio"]))
+    rec.add(
+        lam=lam,
+        cliques=len(s["ge"]),
+        ap_ms=1e3 * np.median(s["ap_t"]),
+        gc_ms=1e3 * np.median(s["gc_t"]),
+        speedup_min=np.min(s["speed"]),
+        speedup_median=np.median(s["speed"]),
+        ap_ge_gc=np.mean(s["ge"]),
+        ratio_min=np.min(s["ratio"]),
+        ratio_median=np.median(s["ratio"]),
+        auto_ms=1e3 * np.median(s["auto_t"]),
+        auto_ge_gc=np.mean(s["auto_ge"]),
+        auto_ratio_min=np.min(s["auto_ratio"]),
+    )
 
 
 def bench_icm(quick):
     lams = [0.7, 0.9, 1.1] if quick else np.round(np.arange(0.7, 1.1001, 0.02), 2)
     per = 3 if quick else 24
-    rec = Recorder("clique_icm", title="Clique MAP: alpha-pass vs ICM (n=100, m=24)",
-                   notes="Per family, lam in [0.7, 1.1] (step 0.02), node potentials U[0, 2]. `ap` is alpha-pass "
-                         "(the modified alpha-pass of Sec. 3.3.1 for MAJ-*), `auto` is `clique_map(method='auto')`. "
-                         "ICM starts from each node's best label and sweeps in random order until no label "
-                         "changes. `*_better`: fraction of cliques strictly better than ICM; `ratio_*`: score / ICM "
-                         "score. `ENTROPY-unscaled` uses `lam * sum n_y log n_y` without the generator's 1/log n "
-                         "scaling. "
-                         "Targets: alpha-pass better than ICM on >= 90% of POTTS and all ENTROPY cliques.")
+    rec = Recorder(
+        "clique_icm",
+        title="Clique MAP: alpha-pass vs ICM (n=100, m=24)",
+        notes="Per family, lam in [0.7, 1.1] (step 0.02), node potentials U[0, 2]. `ap` is alpha-pass "
+        "(the modified alpha-pass of Sec. 3.3.1 for MAJ-*), `auto` is `clique_map(method='auto')`. "
+        "ICM starts from each node's best label and sweeps in random order until no label "
+        "changes. `*_better`: fraction of cliques strictly better than ICM; `ratio_*`: score / ICM "
+        "score. `ENTROPY-unscaled` uses `lam * sum n_y log n_y` without the generator's 1/log n "
+        "scaling. "
+        "Targets: alpha-pass better than ICM on >= 90% of POTTS and all ENTROPY cliques.",
+    )
     rng = np.random.default_rng(7)
     # the last family is ENTROPY with the unscaled potential lam * sum n_y log n_y on the same node
     # potentials, to show how the comparison depends on the (unstated) scaling of lam
@@ -143,31 +166,52 @@ def bench_icm(quick):
                     phi, pot = clique_benchmark(kind, lam=float(lam), rng=rng)
                 t_ap, ap = best_time(partial(_ap, phi, pot), repeat=3)
                 t_ic, ic = best_time(partial(icm, phi, pot, rng=0), repeat=1)
-                for k, v in (("ap_b", _gt(ap.score, ic.score)), ("ap_ge", _ge(ap.score, ic.score)),
-                             ("ratio", ap.score / ic.score), ("ap_t", t_ap), ("icm_t", t_ic)):
+                for k, v in (
+                    ("ap_b", _gt(ap.score, ic.score)),
+                    ("ap_ge", _ge(ap.score, ic.score)),
+                    ("ratio", ap.score / ic.score),
+                    ("ap_t", t_ap),
+                    ("icm_t", t_ic),
+                ):
                     s[k].append(v)
                 if pot.family != "majority":  # auto is the exact solver there; see clique_majority
                     t_au, au = best_time(partial(clique_map, phi, pot), repeat=1)
                     s["au_b"].append(_gt(au.score, ic.score))
                     s["au_ratio"].append(au.score / ic.score)
                     s["au_t"].append(t_au)
-        auto = dict(auto_better=np.mean(s["au_b"]), auto_ratio_min=np.min(s["au_ratio"]),
-                    auto_ms=1e3 * np.median(s["au_t"])) if s["au_b"] else {}
-        rec.add(kind=kind, cliques=len(s["ap_b"]), ap_better=np.mean(s["ap_b"]), ap_ge=np.mean(s["ap_ge"]),
-                ratio_min=np.min(s["ratio"]), ratio_median=np.median(s["ratio"]), ap_ms=1e3 * np.median(s["ap_t"]),
-                icm_ms=1e3 * np.median(s["icm_t"]), **auto)
+        auto = (
+            dict(
+                auto_better=np.mean(s["au_b"]), auto_ratio_min=np.min(s["au_ratio"]), auto_ms=1e3 * np.median(s["au_t"])
+            )
+            if s["au_b"]
+            else {}
+        )
+        rec.add(
+            kind=kind,
+            cliques=len(s["ap_b"]),
+            ap_better=np.mean(s["ap_b"]),
+            ap_ge=np.mean(s["ap_ge"]),
+            ratio_min=np.min(s["ratio"]),
+            ratio_median=np.median(s["ratio"]),
+            ap_ms=1e3 * np.median(s["ap_t"]),
+            icm_ms=1e3 * np.median(s["icm_t"]),
+            **auto,
+        )
     rec.save()
 
 
 def bench_majority(quick):
     lams = [0.7, 1.1] if quick else [0.7, 0.8, 0.9, 1.0, 1.1]
     per = 2 if quick else 6
-    rec = Recorder("clique_majority", title="Clique MAP: majority potentials vs the exact solver (n=100, m=24)",
-                   notes="Exact: `majority_exact` (per majority label and count a degree-constrained bipartite "
-                         "matching, solved as an assignment problem with label slots, pruned by the modified "
-                         "alpha-pass bounds). `*_opt`: fraction "
-                         "of cliques solved optimally; `*_ratio_*`: score / optimum; `exact_x_ap`: exact time / "
-                         "modified alpha-pass time.")
+    rec = Recorder(
+        "clique_majority",
+        title="Clique MAP: majority potentials vs the exact solver (n=100, m=24)",
+        notes="Exact: `majority_exact` (per majority label and count a degree-constrained bipartite "
+        "matching, solved as an assignment problem with label slots, pruned by the modified "
+        "alpha-pass bounds). `*_opt`: fraction "
+        "of cliques solved optimally; `*_ratio_*`: score / optimum; `exact_x_ap`: exact time / "
+        "modified alpha-pass time.",
+    )
     rng = np.random.default_rng(11)
     for kind in ("MAJ-DENSE", "MAJ-SPARSE"):
         s = {k: [] for k in ("ap", "ic", "ap_t", "ex_t", "n_lp")}
@@ -183,11 +227,20 @@ def bench_majority(quick):
                 s["ex_t"].append(t_ex)
                 s["n_lp"].append(ex.n_iter)
         ap, ic = np.array(s["ap"]), np.array(s["ic"])
-        rec.add(kind=kind, cliques=ap.size, ap_opt=np.mean(ap >= 1 - REL_TIE), ap_ratio_min=ap.min(),
-                ap_ratio_median=np.median(ap), icm_opt=np.mean(ic >= 1 - REL_TIE), icm_ratio_min=ic.min(),
-                icm_ratio_median=np.median(ic), ap_beats_icm=np.mean(ap > ic + REL_TIE),
-                exact_s=np.median(s["ex_t"]), subproblems_median=np.median(s["n_lp"]),
-                exact_x_ap=np.median(np.array(s["ex_t"]) / np.array(s["ap_t"])))
+        rec.add(
+            kind=kind,
+            cliques=ap.size,
+            ap_opt=np.mean(ap >= 1 - REL_TIE),
+            ap_ratio_min=ap.min(),
+            ap_ratio_median=np.median(ap),
+            icm_opt=np.mean(ic >= 1 - REL_TIE),
+            icm_ratio_min=ic.min(),
+            icm_ratio_median=np.median(ic),
+            ap_beats_icm=np.mean(ap > ic + REL_TIE),
+            exact_s=np.median(s["ex_t"]),
+            subproblems_median=np.median(s["n_lp"]),
+            exact_x_ap=np.median(np.array(s["ex_t"]) / np.array(s["ap_t"])),
+        )
     rec.save()
 
 
@@ -195,9 +248,12 @@ def bench_exact(quick):
     sizes = [(10, 3)] if quick else [(10, 3), (14, 4)]
     lams = [0.7, 0.9, 1.1] if quick else [0.7, 0.8, 0.9, 1.0, 1.1, 1.2]
     per = 3 if quick else 10
-    rec = Recorder("clique_exact", title="Clique MAP: every method vs exact enumeration (small cliques)",
-                   notes="Exact: `exact_clique_map` (all count vectors, an assignment problem each). `opt`: fraction "
-                         "of cliques solved optimally; `worst_ratio`: lowest score / optimum.")
+    rec = Recorder(
+        "clique_exact",
+        title="Clique MAP: every method vs exact enumeration (small cliques)",
+        notes="Exact: `exact_clique_map` (all count vectors, an assignment problem each). `opt`: fraction "
+        "of cliques solved optimally; `worst_ratio`: lowest score / optimum.",
+    )
     rng = np.random.default_rng(3)
     for n, m in sizes:
         for kind in CLIQUE_KINDS:
@@ -214,16 +270,26 @@ def bench_exact(quick):
                 got = np.array([fn(phi, pot).score for phi, pot in cases])
                 dt = (time.perf_counter() - t0) / len(cases)
                 r = got / opt
-                rec.add(n=n, m=m, kind=kind, method=name, cliques=len(cases), opt=np.mean(r >= 1 - REL_TIE),
-                        worst_ratio=r.min(), ms=1e3 * dt)
+                rec.add(
+                    n=n,
+                    m=m,
+                    kind=kind,
+                    method=name,
+                    cliques=len(cases),
+                    opt=np.mean(r >= 1 - REL_TIE),
+                    worst_ratio=r.min(),
+                    ms=1e3 * dt,
+                )
     rec.save()
 
 
 def bench_scaling(quick):
     ns = [100, 1000, 10000] if quick else [100, 1000, 10000, 100000]
-    rec = Recorder("clique_scaling", title="Clique MAP: scaling with the clique size (POTTS, lam=0.9, m=24)",
-                   notes="Target: alpha-pass on n = 10^5, m = 24 in <= 1 s. Graph cut (GCO) only up to n = 1000 "
-                         "(n(n-1)/2 edges).")
+    rec = Recorder(
+        "clique_scaling",
+        title="Clique MAP: scaling with the clique size (POTTS, lam=0.9, m=24)",
+        notes="Target: alpha-pass on n = 10^5, m = 24 in <= 1 s. Graph cut (GCO) only up to n = 1000 (n(n-1)/2 edges).",
+    )
     for n in ns:
         phi, pot = clique_benchmark("POTTS", n=n, m=24, lam=0.9, rng=n)
         t_ap, ap = best_time(partial(alpha_pass, phi, pot), repeat=3)
@@ -236,8 +302,13 @@ def bench_scaling(quick):
     rec.save()
 
 
-SECTIONS = {"graphcut": bench_graphcut, "icm": bench_icm, "majority": bench_majority, "exact": bench_exact,
-            "scaling": bench_scaling}
+SECTIONS = {
+    "graphcut": bench_graphcut,
+    "icm": bench_icm,
+    "majority": bench_majority,
+    "exact": bench_exact,
+    "scaling": bench_scaling,
+}
 
 
 def main(argv=None):

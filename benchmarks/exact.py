@@ -23,8 +23,19 @@ from _harness import Recorder, best_time  # noqa: E402
 from tractable.exact import infer  # noqa: E402
 from tractable.io import from_pgmpy  # noqa: E402
 
-NETWORKS = ["asia", "cancer", "earthquake", "sachs", "survey", "child", "insurance", "alarm", "win95pts",
-            "hailfinder", "water"]
+NETWORKS = [
+    "asia",
+    "cancer",
+    "earthquake",
+    "sachs",
+    "survey",
+    "child",
+    "insurance",
+    "alarm",
+    "win95pts",
+    "hailfinder",
+    "water",
+]
 QUICK = ["asia", "sachs", "alarm"]
 
 
@@ -38,11 +49,14 @@ def main() -> None:
     from pgmpy.readwrite import BIFReader
 
     models_dir = os.path.join(os.path.dirname(pgmpy.__file__), "utils", "example_models")
-    rec = Recorder("exact", title="Exact marginals on bnlearn networks: tractable vs pgmpy",
-                   notes="CPTs normalized (the files round them to 1e-7). All marginals given 3 observed variables "
-                   "(drawn from a forward sample). "
-                   "`speedup` = pgmpy time / our time (best of repeats, same process). "
-                   "Target: ours faster on every network.")
+    rec = Recorder(
+        "exact",
+        title="Exact marginals on bnlearn networks: tractable vs pgmpy",
+        notes="CPTs normalized (the files round them to 1e-7). All marginals given 3 observed variables "
+        "(drawn from a forward sample). "
+        "`speedup` = pgmpy time / our time (best of repeats, same process). "
+        "Target: ours faster on every network.",
+    )
     for name in QUICK if args.quick else NETWORKS:
         rec.add(**bench_network(name, models_dir, BIFReader, VariableElimination))
     rec.save()
@@ -66,16 +80,16 @@ def bench_network(name, models_dir, BIFReader, VariableElimination) -> dict:
 
     def pgmpy_all():
         ve = VariableElimination(model)
-        return {v: ve.query([v], evidence=pg_evidence, show_progress=False)
-                for v in names if v not in pg_evidence}
+        return {v: ve.query([v], evidence=pg_evidence, show_progress=False) for v in names if v not in pg_evidence}
 
     t_pg, factors = best_time(pgmpy_all, repeat=1 if name in ("hailfinder", "water", "win95pts") else 2)
     err = 0.0
     for v, f in factors.items():
         ref = np.array([f.get_value(**{v: s}) for s in fg.state_names[names.index(v)]])
         err = max(err, float(np.max(np.abs(res.marginals[names.index(v)] - ref))))
-    return dict(network=name, n_variables=fg.n_variables, ours_s=t_ours, pgmpy_s=t_pg, speedup=t_pg / t_ours,
-                max_abs_diff=err)
+    return dict(
+        network=name, n_variables=fg.n_variables, ours_s=t_ours, pgmpy_s=t_pg, speedup=t_pg / t_ours, max_abs_diff=err
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ def main() -> int:
         print(f"== {script.name} {' '.join(extra)}", flush=True)
         t0 = time.perf_counter()
         rc = subprocess.run([sys.executable, str(script), *extra], cwd=HERE.parent, env=env).returncode
-        print(f"== {script.name}: {'ok' if rc == 0 else f'FAILED ({rc})'} in {time.perf_counter() - t0:.1f} s",
-              flush=True)
+        print(
+            f"== {script.name}: {'ok' if rc == 0 else f'FAILED ({rc})'} in {time.perf_counter() - t0:.1f} s", flush=True
+        )
         if rc != 0:
             failed.append(script.name)
     if tmp is not None:

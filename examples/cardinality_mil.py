@@ -43,7 +43,7 @@ def make_bags(rng, n_bags, dim=10):
         n_pos = int(round(rng.uniform(0.3, 0.8) * size)) if t else 0
         if len(pos) < n_pos or len(neg) < size - n_pos:
             continue
-        xb = np.vstack([pos[:n_pos], neg[:size - n_pos]])
+        xb = np.vstack([pos[:n_pos], neg[: size - n_pos]])
         yb = np.r_[np.ones(n_pos), np.zeros(size - n_pos)]
         bags.append(xb)
         labels.append(t)

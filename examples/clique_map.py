@@ -23,5 +23,7 @@ for method in (alpha_pass, generalized_alpha_pass, alpha_expansion, icm):
 small = phi[:12, :3]
 opt = exact_clique_map(small, Potts(0.9 / 12))
 approx = alpha_pass(small, Potts(0.9 / 12))
-print(f"small clique: alpha-pass {approx.score:.4f} vs exact {opt.score:.4f} (ratio {approx.score / opt.score:.4f}, "
-      f"guaranteed >= {13 / 15:.4f})")
+print(
+    f"small clique: alpha-pass {approx.score:.4f} vs exact {opt.score:.4f} (ratio {approx.score / opt.score:.4f}, "
+    f"guaranteed >= {13 / 15:.4f})"
+)

@@ -21,8 +21,10 @@ for squared, reference in ((False, "highs"), (True, "clarabel")):
     admm = solve(model, constraints="consensus", eps_rel=1e-4)
     gap = (admm.objective - exact.objective) / exact.objective
     print(f"  {reference:8s} objective {exact.objective:.6f} in {exact.time:.2f} s")
-    print(f"  admm     objective {admm.objective:.6f} in {admm.time:.2f} s ({admm.n_iter} iterations), "
-          f"relative gap {gap:.1e}, max violation {admm.max_violation:.1e}")
+    print(
+        f"  admm     objective {admm.objective:.6f} in {admm.time:.2f} s ({admm.n_iter} iterations), "
+        f"relative gap {gap:.1e}, max violation {admm.max_violation:.1e}"
+    )
     print(f"  {admm.message}")  # e.g. "admm: converged after 212 iterations; residuals below tolerance"
     # each voter's preferences: variable 2a is liberal, 2a + 1 conservative
     pref = np.asarray(admm.x).reshape(-1, 2)

@@ -45,9 +45,22 @@ def test_cli_marginals_match_pgmpy(tmp_path, name):
     write_uai(tmp_path / "net.uai", fg, network_type="BAYES")
     write_evidence(tmp_path / "net.evid", evidence)
     r = subprocess.run(
-        [sys.executable, "-m", "tractable.cli", "solve", str(tmp_path / "net.uai"), "--evid",
-         str(tmp_path / "net.evid"), "--task", "MAR", "-o", str(tmp_path / "net.MAR")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "tractable.cli",
+            "solve",
+            str(tmp_path / "net.uai"),
+            "--evid",
+            str(tmp_path / "net.evid"),
+            "--task",
+            "MAR",
+            "-o",
+            str(tmp_path / "net.MAR"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     ours = read_mar(tmp_path / "net.MAR")

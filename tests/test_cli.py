@@ -24,8 +24,23 @@ def test_solve_mar_map_pr_match_enumeration(tmp_path, capsys):
     sub = fg.condition({2: 1})
     ref = enumerate_marginals(sub)
     for method in ("auto", "enumerate", "variable_elimination"):
-        assert main(["solve", str(tmp_path / "m.uai"), "--evid", str(tmp_path / "m.evid"), "--task", "MAR",
-                     "--method", method, "-o", str(tmp_path / "out.MAR")]) == 0
+        assert (
+            main(
+                [
+                    "solve",
+                    str(tmp_path / "m.uai"),
+                    "--evid",
+                    str(tmp_path / "m.evid"),
+                    "--task",
+                    "MAR",
+                    "--method",
+                    method,
+                    "-o",
+                    str(tmp_path / "out.MAR"),
+                ]
+            )
+            == 0
+        )
         marg = read_mar(tmp_path / "out.MAR")
         assert marg[2].tolist() == [0.0, 1.0]
         kept = [m for v, m in enumerate(marg) if v != 2]
@@ -63,8 +78,21 @@ def test_auto_picks_elimination_for_larger_models(tmp_path):
     fg = grid_factor_graph(4, 5, n_states=2, coupling=2.0, rng=7)  # 2**20 states: auto uses elimination
     write_uai(tmp_path / "grid.uai", fg)
     (tmp_path / "grid.evid").write_text("1\n2 3 1 11 0\n")  # the older format with a sample count
-    assert main(["solve", str(tmp_path / "grid.uai"), "--evid", str(tmp_path / "grid.evid"), "--task", "MAR",
-                 "-o", str(tmp_path / "g.MAR")]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                str(tmp_path / "grid.uai"),
+                "--evid",
+                str(tmp_path / "grid.evid"),
+                "--task",
+                "MAR",
+                "-o",
+                str(tmp_path / "g.MAR"),
+            ]
+        )
+        == 0
+    )
     ref = enumerate_marginals(fg.condition({3: 1, 11: 0}))
     ours = [m for v, m in enumerate(read_mar(tmp_path / "g.MAR")) if v not in (3, 11)]
     for a, b in zip(ours, ref.marginals):
@@ -82,11 +110,26 @@ def test_reads_files_with_crlf_tabs_and_split_tables(tmp_path, capsys):
 def test_solve_rejects_options_its_method_does_not_use(tmp_path, capsys):
     fg = random_factor_graph(3, 3, rng=0)
     write_uai(tmp_path / "m.uai", fg)
-    assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "enumerate",
-                 "--max-table-size", "100"]) == 2
+    assert (
+        main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "enumerate", "--max-table-size", "100"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "`max_table_size` does not apply to `method`='enumerate'" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(SystemExit):  # the old spelling is gone
         main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "ve"])
-    assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "variable_elimination",
-                 "--max-table-size", "100"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                str(tmp_path / "m.uai"),
+                "--task",
+                "MAR",
+                "--method",
+                "variable_elimination",
+                "--max-table-size",
+                "100",
+            ]
+        )
+        == 0
+    )

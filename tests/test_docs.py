@@ -15,8 +15,9 @@ SCRIPT_PAGES = [p for p in PAGES if any(">>>" not in b for b in BLOCK.findall(p.
 
 @pytest.mark.parametrize("page", DOCTEST_PAGES, ids=[p.name for p in DOCTEST_PAGES])
 def test_doctest_examples(page):
-    result = doctest.testfile(str(page), module_relative=False,
-                              optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    result = doctest.testfile(
+        str(page), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+    )
     assert result.attempted > 0 and result.failed == 0
 
 

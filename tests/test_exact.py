@@ -30,8 +30,9 @@ def graphs(draw):
     n = draw(st.integers(1, 6))
     n_factors = draw(st.integers(0, 8))
     p_forbidden = draw(st.sampled_from([0.0, 0.2, 0.5]))
-    return random_factor_graph(n, n_factors, max_cardinality=3, max_arity=3, scale=2.0,
-                               p_forbidden=p_forbidden, rng=seed)
+    return random_factor_graph(
+        n, n_factors, max_cardinality=3, max_arity=3, scale=2.0, p_forbidden=p_forbidden, rng=seed
+    )
 
 
 def _has_support(fg):
@@ -161,8 +162,11 @@ def test_inputs_are_not_mutated():
     [
         (lambda fg: variable_elimination(fg, task="mar"), ValueError, "`task` must be one of 'marginals', 'map'"),
         (lambda fg: variable_elimination(fg, order=[0, 1]), ValueError, "`order` must list every variable"),
-        (lambda fg: infer(fg, method="bp"), ValueError,
-         "`method` must be one of 'auto', 'enumerate', 'variable_elimination'; got 'bp'."),
+        (
+            lambda fg: infer(fg, method="bp"),
+            ValueError,
+            "`method` must be one of 'auto', 'enumerate', 'variable_elimination'; got 'bp'.",
+        ),
         (lambda fg: infer(fg, evidence={9: 0}), ValueError, "unknown variable 9"),
         (lambda fg: infer(fg, evidence={0: 5}), ValueError, "`evidence` gives variable 0 the state 5"),
         (lambda fg: enumerate_marginals("model"), TypeError, "`fg` must be a FactorGraph; got str."),
@@ -239,12 +243,18 @@ def test_method_reported_is_the_method_run():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(method="enumerate", max_table_size=100),
-         "`max_table_size` does not apply to `method`='enumerate' (its options: none)."),
-        (dict(method="variable_elimination", enumerate_below=100),
-         "`enumerate_below` does not apply to `method`='variable_elimination' (its options: `max_table_size`)."),
-        (dict(method="enumerate", enumerate_below=5, max_table_size=5),
-         "`enumerate_below`, `max_table_size` do not apply to `method`='enumerate'"),
+        (
+            dict(method="enumerate", max_table_size=100),
+            "`max_table_size` does not apply to `method`='enumerate' (its options: none).",
+        ),
+        (
+            dict(method="variable_elimination", enumerate_below=100),
+            "`enumerate_below` does not apply to `method`='variable_elimination' (its options: `max_table_size`).",
+        ),
+        (
+            dict(method="enumerate", enumerate_below=5, max_table_size=5),
+            "`enumerate_below`, `max_table_size` do not apply to `method`='enumerate'",
+        ),
         (dict(method="ve"), "`method` must be one of 'auto', 'enumerate', 'variable_elimination'; got 've'."),
     ],
 )

@@ -122,8 +122,10 @@ def test_result_round_trips(tmp_path):
     [
         ("MARKOW\n1\n2\n0\n", "line 1: expected the preamble MARKOV or BAYES; got 'MARKOW'"),
         ("MARKOV\n2\n2\n", "line 3: expected the cardinality of variable 1 (an integer >= 1); got end of file"),
-        ("MARKOV\n1\n2\n1\n1 3\n2\n1 1\n",
-         "line 5: expected a variable index in 0..0 in the scope of factor 0; got '3'"),
+        (
+            "MARKOV\n1\n2\n1\n1 3\n2\n1 1\n",
+            "line 5: expected a variable index in 0..0 in the scope of factor 0; got '3'",
+        ),
         ("MARKOV\n2\n2 2\n1\n2 1 1\n4\n1 1 1 1\n", "line 5: expected distinct variables in the scope of factor 0"),
         ("MARKOV\n1\n2\n1\n1 0\n3\n1 1 1\n", "line 6: expected the number of entries of table 0 (2); got '3'"),
         ("MARKOV\n1\n2\n1\n1 0\n2\n1 x\n", "line 7: expected 2 numbers for table 0; got 'x'"),

@@ -82,9 +82,7 @@ def _check_state_names(state_names, card: np.ndarray) -> tuple[tuple, ...]:
     if isinstance(state_names, (str, bytes)) or not isinstance(state_names, Sequence):
         raise TypeError(f"`state_names` must be a sequence of one sequence per variable; got {state_names!r}.")
     if len(state_names) != len(card):
-        raise ValueError(
-            f"`state_names` must have one entry per variable ({len(card)}); got {len(state_names)}."
-        )
+        raise ValueError(f"`state_names` must have one entry per variable ({len(card)}); got {len(state_names)}.")
     out = []
     for i, states in enumerate(state_names):
         if isinstance(states, (str, bytes)) or not isinstance(states, Sequence):
@@ -244,8 +242,7 @@ class CardinalityFactor(Factor):
         if np.any(card != 2):
             bad = int(self.variables[np.argmax(card != 2)])
             raise ValueError(
-                f"a CardinalityFactor needs binary variables; variable {bad} has cardinality "
-                f"{int(cardinalities[bad])}."
+                f"a CardinalityFactor needs binary variables; variable {bad} has cardinality {int(cardinalities[bad])}."
             )
 
     def relabel(self, mapping: np.ndarray) -> CardinalityFactor:
@@ -293,9 +290,7 @@ class FactorGraph:
         card = as_index_array(cardinalities, "cardinalities")
         if card.size and card.min() < 2:
             bad = int(np.argmax(card < 2))
-            raise ValueError(
-                f"`cardinalities` must be integers >= 2; got {int(card[bad])} for variable {bad}."
-            )
+            raise ValueError(f"`cardinalities` must be integers >= 2; got {int(card[bad])} for variable {bad}.")
         card.flags.writeable = False
         self._cardinalities = card
         if names is None:
@@ -478,8 +473,9 @@ class FactorGraph:
             else:
                 constant += sub
         state_names = None if self._state_names is None else [self._state_names[i] for i in kept]
-        out = FactorGraph(self._cardinalities[kept], [self._names[i] for i in kept], constant=constant,
-                          state_names=state_names)
+        out = FactorGraph(
+            self._cardinalities[kept], [self._names[i] for i in kept], constant=constant, state_names=state_names
+        )
         out._factors = factors
         kept.flags.writeable = False
         out._kept_variables = kept

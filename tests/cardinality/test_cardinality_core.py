@@ -198,8 +198,7 @@ def test_convolution_kernels_agree():
         assert_allclose(convolve_rows(a, b, method=method), ref, rtol=1e-12, atol=1e-12)
     refc = _correlate_direct_python(np.hstack([a, b[:, :40]]), b, 70)
     for method in ["direct", "fft"]:
-        assert_allclose(correlate_rows(np.hstack([a, b[:, :40]]), b, 70, method=method), refc, rtol=1e-12,
-                        atol=1e-12)
+        assert_allclose(correlate_rows(np.hstack([a, b[:, :40]]), b, 70, method=method), refc, rtol=1e-12, atol=1e-12)
 
 
 def test_inputs_not_mutated():

@@ -21,8 +21,9 @@ def random_nested(rng, items, depth=0):
     if rng.random() < 0.8 or depth == 0:
         out.append(list(items))
     if len(items) > 1 and depth < 4:
-        cuts = np.sort(rng.choice(np.arange(1, len(items)), size=rng.integers(1, min(3, len(items) - 1) + 1),
-                                  replace=False))
+        cuts = np.sort(
+            rng.choice(np.arange(1, len(items)), size=rng.integers(1, min(3, len(items) - 1) + 1), replace=False)
+        )
         for part in np.split(np.array(items), cuts):
             out += random_nested(rng, list(part), depth + 1)
     return out

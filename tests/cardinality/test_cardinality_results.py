@@ -97,9 +97,12 @@ def test_complement_keeps_relative_accuracy():
     theta = np.array([40.0, -40.0, 0.0])
     want = expit(np.array([-40.0, 40.0, 0.0]))
     pw = np.zeros((0, 2, 2))
-    for res in (marginals(theta, np.zeros(4)), chain_marginals(theta, np.zeros(4)),
-                RecursiveCardinalityModel(3, [[0, 1, 2]], [np.zeros(4)], theta).marginals(),
-                TreeCardinalityModel(np.zeros((0, 2), int), pw, theta, np.zeros(4)).marginals()):
+    for res in (
+        marginals(theta, np.zeros(4)),
+        chain_marginals(theta, np.zeros(4)),
+        RecursiveCardinalityModel(3, [[0, 1, 2]], [np.zeros(4)], theta).marginals(),
+        TreeCardinalityModel(np.zeros((0, 2), int), pw, theta, np.zeros(4)).marginals(),
+    ):
         assert_allclose(res.marginals[:, 0], want, rtol=1e-12, err_msg=res.method)
         assert_allclose(res.marginals[:, 1], expit(theta), rtol=1e-12, err_msg=res.method)
 
@@ -131,8 +134,12 @@ def test_options_are_keyword_only(rng):
 def test_unknown_method_lists_the_valid_names(rng):
     theta, f = _problem(rng)
     msg = "`method` must be one of 'auto', 'fft', 'direct'; got 'fast'."
-    for call in (lambda: marginals(theta, f, method="fast"), lambda: log_partition(theta, f, method="fast"),
-                 lambda: sample(theta, f, method="fast"), lambda: _recursive(rng, method="fast")):
+    for call in (
+        lambda: marginals(theta, f, method="fast"),
+        lambda: log_partition(theta, f, method="fast"),
+        lambda: sample(theta, f, method="fast"),
+        lambda: _recursive(rng, method="fast"),
+    ):
         with pytest.raises(ValueError, match=re.escape(msg)):
             call()
 
@@ -140,9 +147,11 @@ def test_unknown_method_lists_the_valid_names(rng):
 def test_crossover_only_applies_to_auto(rng):
     theta, f = _problem(rng)
     msg = "`crossover` does not apply to `method`='fft' (its options: none)."
-    for call in (lambda: marginals(theta, f, method="fft", crossover=10),
-                 lambda: sample(theta, f, method="fft", crossover=10),
-                 lambda: _recursive(rng, method="fft", crossover=10)):
+    for call in (
+        lambda: marginals(theta, f, method="fft", crossover=10),
+        lambda: sample(theta, f, method="fft", crossover=10),
+        lambda: _recursive(rng, method="fft", crossover=10),
+    ):
         with pytest.raises(ValueError, match=re.escape(msg)):
             call()
     with pytest.raises(ValueError, match=re.escape("`crossover` must be >= 1; got 0.")):

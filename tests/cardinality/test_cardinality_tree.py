@@ -101,14 +101,22 @@ def test_sampling_frequencies():
 @pytest.mark.parametrize(
     ("args", "msg"),
     [
-        (([[0, 1], [1, 2], [2, 0]], np.zeros((3, 2, 2)), np.zeros(3), np.zeros(4)),
-         "`edges` must form a forest; edge 2 = [2, 0] closes a cycle."),
-        (([[0, 0]], np.zeros((1, 2, 2)), np.zeros(3), np.zeros(4)),
-         "`edges` must not contain self loops; got edge 0 = [0, 0]."),
-        (([[0, 1]], np.zeros((2, 2, 2)), np.zeros(3), np.zeros(4)),
-         "`pairwise` must have shape (1, 2, 2); got (2, 2, 2)."),
-        (([[0, 1]], np.zeros((1, 2, 2)), np.zeros(3), np.zeros(3)),
-         "`count_potential` must have n_variables + 1 = 4 entries; got 3."),
+        (
+            ([[0, 1], [1, 2], [2, 0]], np.zeros((3, 2, 2)), np.zeros(3), np.zeros(4)),
+            "`edges` must form a forest; edge 2 = [2, 0] closes a cycle.",
+        ),
+        (
+            ([[0, 0]], np.zeros((1, 2, 2)), np.zeros(3), np.zeros(4)),
+            "`edges` must not contain self loops; got edge 0 = [0, 0].",
+        ),
+        (
+            ([[0, 1]], np.zeros((2, 2, 2)), np.zeros(3), np.zeros(4)),
+            "`pairwise` must have shape (1, 2, 2); got (2, 2, 2).",
+        ),
+        (
+            ([[0, 1]], np.zeros((1, 2, 2)), np.zeros(3), np.zeros(3)),
+            "`count_potential` must have n_variables + 1 = 4 entries; got 3.",
+        ),
         (([[0, 5]], np.zeros((1, 2, 2)), np.zeros(3), np.zeros(4)), "`edges` must contain indices in [0, 2]; got 5."),
         (([[0, 1]], np.zeros((1, 2, 2)), np.zeros(3), [-np.inf] * 4), "`count_potential` is -inf at every count"),
     ],

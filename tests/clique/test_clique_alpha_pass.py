@@ -81,7 +81,7 @@ def _thm35_instance(n, eps):
     phi = np.zeros((n, n + 3))
     third = n // 3
     for g in range(3):
-        phi[g * third:(g + 1) * third, g] = 4 * n / 3
+        phi[g * third : (g + 1) * third, g] = 4 * n / 3
     phi[np.arange(n), np.arange(n) + 3] = 4 * n / 3 + eps
     return phi
 
@@ -146,8 +146,14 @@ def test_single_label_clique():
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=seeds, n=st.integers(1, 30), m=st.integers(2, 6), code=st.integers(0, 2), neginf=st.booleans(),
-       ties=st.booleans())
+@given(
+    seed=seeds,
+    n=st.integers(1, 30),
+    m=st.integers(2, 6),
+    code=st.integers(0, 2),
+    neginf=st.booleans(),
+    ties=st.booleans(),
+)
 def test_compiled_alpha_pass_matches_array_version(make_phi, seed, n, m, code, neginf, ties):
     """Specialized equals generic: the one-loop kernel and the array sweeps pick equally good labellings."""
     from tractable.clique import LinearMajority, SumPotential
@@ -168,8 +174,15 @@ def test_compiled_alpha_pass_matches_array_version(make_phi, seed, n, m, code, n
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=seeds, n=st.integers(1, 25), m=st.integers(2, 6), p=st.integers(1, 3), code=st.integers(0, 2),
-       neginf=st.booleans(), ties=st.booleans())
+@given(
+    seed=seeds,
+    n=st.integers(1, 25),
+    m=st.integers(2, 6),
+    p=st.integers(1, 3),
+    code=st.integers(0, 2),
+    neginf=st.booleans(),
+    ties=st.booleans(),
+)
 def test_compiled_generalized_pass_matches_array_version(make_phi, seed, n, m, p, code, neginf, ties):
     from tractable.clique import LinearMajority, SumPotential
     from tractable.clique.alpha_pass import _generalized_arrays

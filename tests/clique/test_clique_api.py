@@ -66,8 +66,12 @@ def test_results_are_frozen_and_inputs_untouched():
 def test_clique_map_auto_picks_exact_methods(brute):
     rng = np.random.default_rng(0)
     phi = rng.uniform(0, 2, size=(6, 3))
-    for pot, method in [(Makespan(0.5), "alpha_pass"), (LinearMajority(rng.uniform(0, 1, (3, 3))), "majority_exact"),
-                        (Potts(0.2), "exact"), (CountPotential(lambda c: np.asarray(c)[..., 0] ** 0.5), "exact")]:
+    for pot, method in [
+        (Makespan(0.5), "alpha_pass"),
+        (LinearMajority(rng.uniform(0, 1, (3, 3))), "majority_exact"),
+        (Potts(0.2), "exact"),
+        (CountPotential(lambda c: np.asarray(c)[..., 0] ** 0.5), "exact"),
+    ]:
         res = clique_map(phi, pot)
         assert res.method == method and res.exact
         assert res.score == pytest.approx(brute(phi, pot)[0], abs=1e-9)
@@ -113,18 +117,27 @@ def test_bad_input_messages():
         icm([[0.0, 1.0], [np.inf, 0.0]], pot)
     with pytest.raises(ValueError, match=re.escape("`phi` must be a 2-D array; got shape (3,).")):
         generalized_alpha_pass([1.0, 2.0, 3.0], pot)
-    with pytest.raises(ValueError, match=re.escape("`phi` must have shape (n, m) with n >= 1 and m >= 1; "
-                                                   "got (0, 3).")):
+    with pytest.raises(ValueError, match=re.escape("`phi` must have shape (n, m) with n >= 1 and m >= 1; got (0, 3).")):
         exact_clique_map(np.zeros((0, 3)), pot)
-    with pytest.raises(ValueError, match=re.escape(
-            "`phi` must leave every node at least one label above -inf; row 1 is all -inf.")):
+    with pytest.raises(
+        ValueError, match=re.escape("`phi` must leave every node at least one label above -inf; row 1 is all -inf.")
+    ):
         alpha_expansion([[0.0, 1.0], [-np.inf, -np.inf]], pot)
-    with pytest.raises(TypeError, match=re.escape("`potential` must be a CliquePotential (Potts, Entropy, Makespan, "
-                                                  "SquareMakespan, SumPotential, MaxPotential, LinearMajority or "
-                                                  "CountPotential); got float.")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "`potential` must be a CliquePotential (Potts, Entropy, Makespan, "
+            "SquareMakespan, SumPotential, MaxPotential, LinearMajority or "
+            "CountPotential); got float."
+        ),
+    ):
         alpha_pass(np.zeros((2, 2)), 1.0)
-    with pytest.raises(ValueError, match=re.escape(
-            "`potential.table` must have shape (2, >= 4) for a clique of 3 nodes and 2 labels; got (2, 3).")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`potential.table` must have shape (2, >= 4) for a clique of 3 nodes and 2 labels; got (2, 3)."
+        ),
+    ):
         alpha_pass(np.zeros((3, 2)), SumPotential(np.zeros((2, 3))))
     with pytest.raises(ValueError, match=re.escape("`potential.W` must have shape (2, 2) for 2 labels; got (3, 3).")):
         icm(np.zeros((3, 2)), LinearMajority(np.eye(3)))
@@ -136,15 +149,21 @@ def test_bad_input_messages():
         score(np.zeros((3, 2)), pot, [0, 1])
     with pytest.raises(ValueError, match=re.escape("`assignment` must contain indices in [0, 1]; got 5.")):
         score(np.zeros((3, 2)), pot, [0, 1, 5])
-    with pytest.raises(ValueError, match=re.escape("`method` must be one of 'auto', 'alpha_pass', "
-                                                   "'generalized_alpha_pass', 'alpha_expansion', "
-                                                   "'majority_alpha_pass', 'majority_exact', 'icm', 'exact'; "
-                                                   "got 'trws'.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`method` must be one of 'auto', 'alpha_pass', "
+            "'generalized_alpha_pass', 'alpha_expansion', "
+            "'majority_alpha_pass', 'majority_exact', 'icm', 'exact'; "
+            "got 'trws'."
+        ),
+    ):
         clique_map(np.zeros((3, 2)), pot, method="trws")
     with pytest.raises(ValueError, match=re.escape("`p` does not apply to `method`='auto' (its options: none).")):
         clique_map(np.zeros((3, 2)), pot, p=2)
-    with pytest.raises(ValueError, match=re.escape("`potential` must be a LinearMajority for method "
-                                                   "'majority_exact'; got Potts(1.0).")):
+    with pytest.raises(
+        ValueError, match=re.escape("`potential` must be a LinearMajority for method 'majority_exact'; got Potts(1.0).")
+    ):
         clique_map(np.zeros((3, 2)), pot, method="majority_exact")
 
 
@@ -168,8 +187,12 @@ def test_clique_benchmark_families():
 
 
 def test_clique_benchmark_errors():
-    with pytest.raises(ValueError, match=re.escape("`kind` must be one of 'POTTS', 'ENTROPY', 'MAKESPAN', "
-                                                   "'MAKESPAN2', 'MAJ-DENSE', 'MAJ-SPARSE'; got 'potts'.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`kind` must be one of 'POTTS', 'ENTROPY', 'MAKESPAN', 'MAKESPAN2', 'MAJ-DENSE', 'MAJ-SPARSE'; got 'potts'."
+        ),
+    ):
         clique_benchmark("potts")
     with pytest.raises(ValueError, match=re.escape("`lam` must be >= 0; got -1.0.")):
         clique_benchmark("POTTS", lam=-1.0)
@@ -179,14 +202,29 @@ def test_clique_benchmark_errors():
 
 def test_result_fields_and_statuses(brute):
     assert [f.name for f in fields(CliqueMAPResult)] == [
-        "assignment", "score", "node_score", "clique_score", "method", "exact", "time", "converged", "n_iter",
-        "status", "message"]
+        "assignment",
+        "score",
+        "node_score",
+        "clique_score",
+        "method",
+        "exact",
+        "time",
+        "converged",
+        "n_iter",
+        "status",
+        "message",
+    ]
     rng = np.random.default_rng(2)
     phi = rng.uniform(0, 2, size=(6, 3))
     W = rng.uniform(0, 1, (3, 3))
-    optimal = [exact_clique_map(phi, Potts(0.2)), majority_exact(phi, W), alpha_pass(phi, Makespan(0.5)),
-               generalized_alpha_pass(phi, MaxPotential(rng.normal(size=(3, 7)))), alpha_pass(phi[:, :2], Potts(0.2)),
-               majority_alpha_pass(phi[:, :2], W[:2, :2])]
+    optimal = [
+        exact_clique_map(phi, Potts(0.2)),
+        majority_exact(phi, W),
+        alpha_pass(phi, Makespan(0.5)),
+        generalized_alpha_pass(phi, MaxPotential(rng.normal(size=(3, 7)))),
+        alpha_pass(phi[:, :2], Potts(0.2)),
+        majority_alpha_pass(phi[:, :2], W[:2, :2]),
+    ]
     for res in optimal:
         assert res.exact and res.status == "optimal" and res.converged
         assert res.message == f"{res.method}: exact solution"
@@ -213,25 +251,45 @@ def test_assignment_is_frozen():
 
 def test_method_names_and_inapplicable_options():
     phi, pot = clique_benchmark("POTTS", n=10, m=3, rng=0)
-    assert list(METHODS) == ["auto", "alpha_pass", "generalized_alpha_pass", "alpha_expansion",
-                             "majority_alpha_pass", "majority_exact", "icm", "exact"]
-    with pytest.raises(ValueError, match=re.escape("`method` must be one of 'auto', 'alpha_pass', "
-                                                   "'generalized_alpha_pass', 'alpha_expansion', "
-                                                   "'majority_alpha_pass', 'majority_exact', 'icm', 'exact'; "
-                                                   "got 'ICM'.")) as info:
+    assert list(METHODS) == [
+        "auto",
+        "alpha_pass",
+        "generalized_alpha_pass",
+        "alpha_expansion",
+        "majority_alpha_pass",
+        "majority_exact",
+        "icm",
+        "exact",
+    ]
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`method` must be one of 'auto', 'alpha_pass', "
+            "'generalized_alpha_pass', 'alpha_expansion', "
+            "'majority_alpha_pass', 'majority_exact', 'icm', 'exact'; "
+            "got 'ICM'."
+        ),
+    ) as info:
         clique_map(phi, pot, method="ICM")
     assert isinstance(info.value.__cause__, KeyError)
-    with pytest.raises(ValueError, match=re.escape("`max_iter` does not apply to `method`='alpha_pass' "
-                                                   "(its options: none).")):
+    with pytest.raises(
+        ValueError, match=re.escape("`max_iter` does not apply to `method`='alpha_pass' (its options: none).")
+    ):
         clique_map(phi, pot, method="alpha_pass", max_iter=5)
-    with pytest.raises(ValueError, match=re.escape("`p` does not apply to `method`='icm' "
-                                                   "(its options: `init`, `max_iter`, `rng`).")):
+    with pytest.raises(
+        ValueError, match=re.escape("`p` does not apply to `method`='icm' (its options: `init`, `max_iter`, `rng`).")
+    ):
         clique_map(phi, pot, method="icm", p=2)
-    with pytest.raises(ValueError, match=re.escape("`max_sweeps`, `rng` do not apply to `method`='alpha_expansion' "
-                                                   "(its options: `init`, `max_iter`).")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`max_sweeps`, `rng` do not apply to `method`='alpha_expansion' (its options: `init`, `max_iter`)."
+        ),
+    ):
         clique_map(phi, pot, method="alpha_expansion", rng=0, max_sweeps=3)
-    with pytest.raises(ValueError, match=re.escape("`init` does not apply to `method`='exact' "
-                                                   "(its options: `max_compositions`).")):
+    with pytest.raises(
+        ValueError, match=re.escape("`init` does not apply to `method`='exact' (its options: `max_compositions`).")
+    ):
         clique_map(phi, pot, method="exact", init=None)  # named, so given, even as None
     assert clique_map(phi, pot, method="generalized_alpha_pass", p=1).score == alpha_pass(phi, pot).score
     assert clique_map(phi, pot, method="exact", max_compositions=100).method == "exact"
@@ -240,9 +298,14 @@ def test_method_names_and_inapplicable_options():
 def test_options_are_keyword_only():
     phi, pot = clique_benchmark("POTTS", n=10, m=3, rng=0)
     init = np.zeros(10, dtype=np.int64)
-    calls = [lambda: icm(phi, pot, init), lambda: icm(phi, pot, None, 5),
-             lambda: alpha_expansion(phi, pot, init), lambda: generalized_alpha_pass(phi, pot, 2),
-             lambda: exact_clique_map(phi, pot, 1000), lambda: clique_benchmark("POTTS", 10)]
+    calls = [
+        lambda: icm(phi, pot, init),
+        lambda: icm(phi, pot, None, 5),
+        lambda: alpha_expansion(phi, pot, init),
+        lambda: generalized_alpha_pass(phi, pot, 2),
+        lambda: exact_clique_map(phi, pot, 1000),
+        lambda: clique_benchmark("POTTS", 10),
+    ]
     for call in calls:
         with pytest.raises(TypeError, match="positional argument"):
             call()

@@ -30,8 +30,10 @@ def test_cli_npz_majority(capsys, tmp_path):
     path = tmp_path / "c.npz"
     np.savez(path, phi=phi, W=W)
     out = tmp_path / "y.npy"
-    code, res = _run(["--npz", str(path), "--potential", "majority", "--method", "majority_exact",
-                      "--assignment-out", str(out)], capsys)
+    code, res = _run(
+        ["--npz", str(path), "--potential", "majority", "--method", "majority_exact", "--assignment-out", str(out)],
+        capsys,
+    )
     assert code == 0
     assert res["score"] == pytest.approx(majority_exact(phi, W).score, abs=1e-9)
     assert res["score"] == pytest.approx(score(phi, LinearMajority(W), np.load(out)), abs=1e-9)
@@ -40,8 +42,9 @@ def test_cli_npz_majority(capsys, tmp_path):
 def test_cli_errors(tmp_path, capsys):
     path = tmp_path / "c.npz"
     np.savez(path, phi=np.zeros((3, 2)))
-    with pytest.raises(ValueError, match=re.escape("`--potential majority` needs an array `W` in the .npz file; "
-                                                   "found ['phi'].")):
+    with pytest.raises(
+        ValueError, match=re.escape("`--potential majority` needs an array `W` in the .npz file; found ['phi'].")
+    ):
         _run(["--npz", str(path), "--potential", "majority"], capsys)
     np.savez(path, psi=np.zeros((3, 2)))
     with pytest.raises(ValueError, match=re.escape("`--npz` file must hold an array `phi`; found ['psi'].")):

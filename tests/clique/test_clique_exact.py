@@ -70,9 +70,13 @@ def test_majority_exact_on_a_benchmark_clique_beats_the_approximations():
 
 
 def test_exact_errors():
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "`phi` of shape (30, 5) has 46376 count vectors, more than `max_compositions`=1000; enumeration is "
-            "only for small cliques")):
+            "only for small cliques"
+        ),
+    ):
         exact_clique_map(np.zeros((30, 5)), Potts(1.0), max_compositions=1000)
     with pytest.raises(ValueError, match=re.escape("`W` must have shape (3, 3); got (2, 2).")):
         majority_exact(np.zeros((4, 3)), np.eye(2))

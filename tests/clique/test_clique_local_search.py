@@ -123,31 +123,46 @@ def test_icm_fixed_point_and_general_potential(make_phi):
 
 def test_non_convergence_warns():
     phi = np.array([[1.0, 0.0, 0.0]] * 6 + [[0.0, 1.0, 0.0]] * 3)
-    with pytest.warns(ConvergenceWarning, match=re.escape(
-            "icm: stopped at the iteration limit (1) before converging; labels still changing; raise `max_iter`")):
+    with pytest.warns(
+        ConvergenceWarning,
+        match=re.escape(
+            "icm: stopped at the iteration limit (1) before converging; labels still changing; raise `max_iter`"
+        ),
+    ):
         res = icm(phi, Potts(0.01), init=np.full(9, 2), max_iter=1, rng=0)
     assert not res.converged and res.status == "max_iter_reached" and res.n_iter == 1
-    assert res.message == ("icm: stopped at the iteration limit (1) before converging; labels still changing; "
-                           "raise `max_iter`")
-    with pytest.warns(ConvergenceWarning, match=re.escape(
+    assert res.message == (
+        "icm: stopped at the iteration limit (1) before converging; labels still changing; raise `max_iter`"
+    )
+    with pytest.warns(
+        ConvergenceWarning,
+        match=re.escape(
             "alpha_expansion: stopped at the iteration limit (1) before converging; moves still improving the "
-            "score; raise `max_iter`")):
+            "score; raise `max_iter`"
+        ),
+    ):
         res = alpha_expansion(phi, Potts(0.01), init=np.full(9, 2), max_iter=1)
     assert not res.converged and res.assignment.tolist() == [0] * 6 + [1] * 3
     assert res.status == "max_iter_reached" and res.n_iter == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for res in (alpha_expansion(phi, Potts(0.01), init=np.full(9, 2)),
-                    icm(phi, Potts(0.01), init=np.full(9, 2), rng=0)):
+        for res in (
+            alpha_expansion(phi, Potts(0.01), init=np.full(9, 2)),
+            icm(phi, Potts(0.01), init=np.full(9, 2), rng=0),
+        ):
             assert res.converged and res.status == "converged"
             assert res.message == f"{res.method}: converged after {res.n_iter} iterations"
 
 
 def test_local_search_errors():
     phi = np.ones((3, 2))
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "`potential` must be a SUM potential (Potts, Entropy or SumPotential) for alpha_expansion; "
-            "got Makespan(1.0).")):
+            "got Makespan(1.0)."
+        ),
+    ):
         alpha_expansion(phi, Makespan(1.0))
     with pytest.raises(ValueError, match=re.escape("`max_iter` must be >= 1; got 0.")):
         alpha_expansion(phi, Potts(1.0), max_iter=0)
@@ -157,6 +172,7 @@ def test_local_search_errors():
         icm(phi, Potts(1.0), init=[0, 1])
     with pytest.raises(ValueError, match=re.escape("`init` must contain indices in [0, 1]; got 2.")):
         alpha_expansion(phi, Potts(1.0), init=[0, 1, 2])
-    with pytest.raises(TypeError, match=re.escape("`rng` must be None, an int seed or a numpy.random.Generator; "
-                                                  "got 'x'.")):
+    with pytest.raises(
+        TypeError, match=re.escape("`rng` must be None, an int seed or a numpy.random.Generator; got 'x'.")
+    ):
         icm(phi, Potts(1.0), rng="x")

@@ -52,8 +52,12 @@ def test_tables_allow_neginf_and_counts_beyond_n_fail():
     t = np.array([[0.0, -np.inf, 1.0], [0.0, 2.0, 3.0]])
     assert SumPotential(t)([1, 1]) == -np.inf
     assert MaxPotential(t)([1, 1]) == 2.0
-    with pytest.raises(ValueError, match=re.escape(
-            "`potential.table` must have shape (2, >= 4) for a clique of 3 nodes and 2 labels; got (2, 3).")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`potential.table` must have shape (2, >= 4) for a clique of 3 nodes and 2 labels; got (2, 3)."
+        ),
+    ):
         SumPotential(t)([3, 0])
 
 
@@ -73,8 +77,9 @@ def test_potential_errors():
         SumPotential([1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match=re.escape("`table` must not contain NaN; got NaN at index (0, 1).")):
         MaxPotential([[0.0, np.nan]])
-    with pytest.raises(ValueError, match=re.escape("`table` must have shape (m, n + 1) with m >= 1 and n >= 0; "
-                                                   "got (0, 3).")):
+    with pytest.raises(
+        ValueError, match=re.escape("`table` must have shape (m, n + 1) with m >= 1 and n >= 0; got (0, 3).")
+    ):
         SumPotential(np.zeros((0, 3)))
     with pytest.raises(ValueError, match=re.escape("`W` must be a square (m, m) array; got shape (2, 3).")):
         LinearMajority(np.zeros((2, 3)))
@@ -84,8 +89,9 @@ def test_potential_errors():
         LinearMajority(np.eye(2))([1, 1, 1])
     with pytest.raises(TypeError, match=re.escape("`fn` must be callable; got int.")):
         CountPotential(3)
-    with pytest.raises(ValueError, match=re.escape("`potential` must return finite values or -inf; got nan for "
-                                                   "counts [0, 5, 0].")):
+    with pytest.raises(
+        ValueError, match=re.escape("`potential` must return finite values or -inf; got nan for counts [0, 5, 0].")
+    ):
         CountPotential(lambda c: np.where(c[..., 0] == 0, np.nan, 1.0))(COUNTS)
     with pytest.raises(ValueError, match=re.escape("`counts` must be non-negative; got -1.")):
         Potts(1.0)([2, -1])

@@ -14,8 +14,9 @@ def random_model(seed, *, n=6, m=10, r=3, squared=False, senses=("<=", ">=", "==
         k = int(rng.integers(1, max_arity + 1))
         var = rng.choice(n, size=k, replace=False)
         sq = bool(rng.random() < 0.5) if squared == "mixed" else squared
-        model.add_potential(var, rng.uniform(-1, 1, size=k), float(rng.uniform(-0.8, 0.8)),
-                            float(rng.uniform(0.1, 2.0)), squared=sq)
+        model.add_potential(
+            var, rng.uniform(-1, 1, size=k), float(rng.uniform(-0.8, 0.8)), float(rng.uniform(0.1, 2.0)), squared=sq
+        )
     u = rng.uniform(0.1, 0.9, size=n)
     for i in range(r):
         k = int(rng.integers(1, 4))

@@ -279,12 +279,24 @@ def test_unknown_method_lists_the_valid_names():
 @pytest.mark.parametrize("method", ["highs", "clarabel"])
 @pytest.mark.parametrize(
     "option, value",
-    [("rho", 2.0), ("eps_abs", 1e-6), ("eps_rel", 1e-6), ("max_iter", 5), ("x0", [0.5, 0.5]), ("progress", False),
-     ("adaptive_rho", True), ("over_relaxation", 1.5), ("constraints", "local"), ("parallel", False)],
+    [
+        ("rho", 2.0),
+        ("eps_abs", 1e-6),
+        ("eps_rel", 1e-6),
+        ("max_iter", 5),
+        ("x0", [0.5, 0.5]),
+        ("progress", False),
+        ("adaptive_rho", True),
+        ("over_relaxation", 1.5),
+        ("constraints", "local"),
+        ("parallel", False),
+    ],
 )
 def test_admm_option_given_to_a_reference_solver_is_an_error(method, option, value):
-    with pytest.raises(ValueError, match=re.escape(f"`{option}` does not apply to `method`={method!r} "
-                                                   "(its options: `time_limit`, `repair`).")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(f"`{option}` does not apply to `method`={method!r} (its options: `time_limit`, `repair`)."),
+    ):
         solve(_friends(False), method, **{option: value})
 
 
@@ -309,8 +321,19 @@ def test_options_are_keyword_only():
 def test_explicit_defaults_give_the_same_answer_as_none():
     m = _friends(True)
     a = solve(m)
-    b = solve(m, rho=1.0, eps_abs=1e-5, eps_rel=1e-3, max_iter=25_000, progress=False, adaptive_rho=False,
-              over_relaxation=1.0, constraints="auto", parallel=False, repair=False)
+    b = solve(
+        m,
+        rho=1.0,
+        eps_abs=1e-5,
+        eps_rel=1e-3,
+        max_iter=25_000,
+        progress=False,
+        adaptive_rho=False,
+        over_relaxation=1.0,
+        constraints="auto",
+        parallel=False,
+        repair=False,
+    )
     np.testing.assert_array_equal(a.x, b.x)
     assert a.n_iter == b.n_iter
 
@@ -325,7 +348,6 @@ def test_reference_solvers_import_their_dependencies_lazily():
     import subprocess
     import sys
 
-    code = ("import sys, tractable.hlmrf\n"
-            "print(*[m in sys.modules for m in ('clarabel', 'cvxpy', 'scipy.optimize')])")
+    code = "import sys, tractable.hlmrf\nprint(*[m in sys.modules for m in ('clarabel', 'cvxpy', 'scipy.optimize')])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False", "False"]

@@ -28,10 +28,12 @@ def test_bulk_constructors_match_single_adds(make_model):
     single = make_model(3, squared="mixed")
     p, c = single.potential_arrays(), single.constraint_arrays()
     bulk = HLMRF(single.n_variables)
-    assert bulk.add_potentials(p["indptr"], p["variables"], p["coefficients"], p["constants"], p["weights"],
-                               p["squared"]) == range(0, single.n_potentials)
-    bulk.add_constraints(c["indptr"], c["variables"], c["coefficients"], c["constants"],
-                         np.array(["<=", "==", ">="])[c["senses"]])
+    assert bulk.add_potentials(
+        p["indptr"], p["variables"], p["coefficients"], p["constants"], p["weights"], p["squared"]
+    ) == range(0, single.n_potentials)
+    bulk.add_constraints(
+        c["indptr"], c["variables"], c["coefficients"], c["constants"], np.array(["<=", "==", ">="])[c["senses"]]
+    )
     x = np.random.default_rng(0).random(single.n_variables)
     assert bulk.objective(x) == single.objective(x)
     assert bulk.max_violation(x) == single.max_violation(x)
@@ -137,8 +139,12 @@ def test_constraints_contradicting_fixed_values():
     m = HLMRF(2)
     m.add_constraint([0, 1], [1.0, 1.0], constant=-1.0)
     m.fix([0], [0.7])
-    with pytest.raises(ValueError, match=re.escape("`values` contradict constraint 0: with the fixed values its "
-                                                   "left-hand side is 0.5, which must be <= 0.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`values` contradict constraint 0: with the fixed values its left-hand side is 0.5, which must be <= 0."
+        ),
+    ):
         m.fix([1], [0.8])
     assert list(m.fixed[0]) == [0]  # the failed fix left the model unchanged
     with pytest.raises(ValueError, match=re.escape("`constant` contradict constraint 0")):

@@ -95,7 +95,7 @@ class Balanced:
     @property
     def root(self) -> np.ndarray:
         """Root message over counts 0..n (normalized to max 1)."""
-        return self.vec[-1][0, :self.n + 1]
+        return self.vec[-1][0, : self.n + 1]
 
     @property
     def root_scale(self) -> float:
@@ -105,7 +105,7 @@ class Balanced:
         """Messages into the leaves from above: (n, 2) normalized rows and (n,) log scales."""
         mx = np.max(root_out_log)
         a = np.zeros((1, (1 << self.n_levels) + 1))
-        a[0, :root_out_log.shape[0]] = np.exp(root_out_log - mx)
+        a[0, : root_out_log.shape[0]] = np.exp(root_out_log - mx)
         sa = np.array([mx])
         for h in range(self.n_levels, 0, -1):
             up = self.vec[h - 1]
@@ -114,7 +114,7 @@ class Balanced:
             if not self._use_fft(w + 1):
                 aa = np.concatenate([a, a])
                 x2 = corr_direct_batch(aa, np.concatenate([ur, ul]), w + 1)
-                xl, xr = x2[:a.shape[0]], x2[a.shape[0]:]
+                xl, xr = x2[: a.shape[0]], x2[a.shape[0] :]
             else:
                 n = 2 * w
                 fa = sfft.rfft(a, n=n, axis=1, workers=_WORKERS)  # entry n aliases; fixed below
@@ -149,7 +149,7 @@ class Balanced:
                 sa = sc + np.log(mx)
             sa[zero] = -np.inf
             a = x
-        return a[:self.n], sa[:self.n]
+        return a[: self.n], sa[: self.n]
 
     def sample(self, root_counts: np.ndarray, state: np.ndarray, block_height: int = 3) -> np.ndarray:
         """Exact samples given root counts: count splits down to blocks of 2^block_height leaves,
@@ -164,8 +164,22 @@ class Balanced:
         masks = cfg[np.argsort(pop, kind="stable")].astype(np.int64)
         start = np.searchsorted(np.sort(pop), np.arange(block + 2)).astype(np.int64)
         tab = block_config_cdfs(self.vec[0], block, masks, start)
-        return sample_descent_blocks(root_counts.astype(np.int64), order, left, right, flat, offset, length,
-                                     int(level_start[hb]), block, tab, masks, start, self.n, state)
+        return sample_descent_blocks(
+            root_counts.astype(np.int64),
+            order,
+            left,
+            right,
+            flat,
+            offset,
+            length,
+            int(level_start[hb]),
+            block,
+            tab,
+            masks,
+            start,
+            self.n,
+            state,
+        )
 
     def flat(self):
         """Upward messages flattened for the sampling kernel, in the generic node numbering.

@@ -89,8 +89,9 @@ def convolve_rows(a: np.ndarray, b: np.ndarray, *, method: str = "auto", crossov
     return _clean(out)
 
 
-def correlate_rows(a: np.ndarray, b: np.ndarray, width: int, *, method: str = "auto",
-                   crossover: int = DEFAULT_CROSSOVER):
+def correlate_rows(
+    a: np.ndarray, b: np.ndarray, width: int, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER
+):
     """``out[r, j] = sum_i a[r, j + i] * b[r, i]`` for ``j < width``: (n, width).
 
     This is the downward message of the convolution tree (Sec. 5.2.2 of Tarlow et al. 2012): the

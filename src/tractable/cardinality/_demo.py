@@ -32,10 +32,15 @@ def demo_rows() -> list[dict]:
     t = time.perf_counter() - t0
     ref = chain_marginals(theta, f)
     err = np.max(np.abs(res.p_on - ref.p_on) / ref.p_on)
-    rows.append({"problem": f"cardinality D={d}, theta~N(0,50^2), f~N(0,100^2) + hard constraints",
-                 "method": "convolution tree (tilted FFT)",
-                 "quality": f"max rel err {err:.1e}, log Z err {abs(res.log_partition - ref.log_partition):.1e} "
-                            "vs O(D^2) log-space chain", "time": t})
+    rows.append(
+        {
+            "problem": f"cardinality D={d}, theta~N(0,50^2), f~N(0,100^2) + hard constraints",
+            "method": "convolution tree (tilted FFT)",
+            "quality": f"max rel err {err:.1e}, log Z err {abs(res.log_partition - ref.log_partition):.1e} "
+            "vs O(D^2) log-space chain",
+            "time": t,
+        }
+    )
 
     n = 12
     subsets = [list(range(12)), [0, 1, 2, 3, 4, 5], [0, 1, 2], [6, 7, 8, 9], [10, 11]]
@@ -46,9 +51,14 @@ def demo_rows() -> list[dict]:
     mu = m.marginals().p_on
     t = time.perf_counter() - t0
     want, _ = _enumerate(n, m.score)
-    rows.append({"problem": f"recursive cardinality D={n}, {len(subsets)} nested subsets",
-                 "method": "aligned count tree", "quality": f"max err {np.max(np.abs(mu - want)):.1e} vs enumeration",
-                 "time": t})
+    rows.append(
+        {
+            "problem": f"recursive cardinality D={n}, {len(subsets)} nested subsets",
+            "method": "aligned count tree",
+            "quality": f"max err {np.max(np.abs(mu - want)):.1e} vs enumeration",
+            "time": t,
+        }
+    )
 
     edges = [(i, (i - 1) // 2) for i in range(1, n)]
     pw = rng.normal(0, 1, (n - 1, 2, 2))
@@ -58,6 +68,12 @@ def demo_rows() -> list[dict]:
     mu = tm.marginals().p_on
     t = time.perf_counter() - t0
     want, _ = _enumerate(n, tm.score)
-    rows.append({"problem": f"binary tree D={n} + cardinality potential", "method": "subtree count DP",
-                 "quality": f"max err {np.max(np.abs(mu - want)):.1e} vs enumeration", "time": t})
+    rows.append(
+        {
+            "problem": f"binary tree D={n} + cardinality potential",
+            "method": "subtree count DP",
+            "quality": f"max err {np.max(np.abs(mu - want)):.1e} vs enumeration",
+            "time": t,
+        }
+    )
     return rows

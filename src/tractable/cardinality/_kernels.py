@@ -379,8 +379,9 @@ def _split_walk(up, off_l, off_r, lo, hi, c, mode, target):
 
 
 @njit
-def sample_descent_blocks(root_counts, order, left, right, up, offset, length, block_node0, block, tab,
-                          masks, start, n_out, state):
+def sample_descent_blocks(
+    root_counts, order, left, right, up, offset, length, block_node0, block, tab, masks, start, n_out, state
+):
     """Like :func:`sample_descent`, but stops at blocks of ``block`` leaves (node ids
     ``block_node0 + j`` cover leaves ``j*block ..``) and draws each block's configuration given its
     count r in one step from the CDF ``tab`` over the configurations with r leaves on

@@ -71,8 +71,9 @@ def binary_marginals(log_odds: np.ndarray) -> np.ndarray:
     return out
 
 
-def exact_result(log_odds, count_marginals, log_partition: float, t0: float, method: str,
-                 n_passes: int = 1) -> CardinalityMarginals:
+def exact_result(
+    log_odds, count_marginals, log_partition: float, t0: float, method: str, n_passes: int = 1
+) -> CardinalityMarginals:
     """The :class:`CardinalityMarginals` of an exact method started at ``time.perf_counter() == t0``."""
     return CardinalityMarginals(
         marginals=binary_marginals(log_odds),

@@ -56,7 +56,7 @@ def finish_tree(n_leaves: int, left_list, right_list) -> BinaryTree:
     order = np.argsort(height, kind="stable")
     n_h = int(height.max()) + 1 if n_nodes else 1
     bounds = np.searchsorted(height[order], np.arange(n_h + 1))
-    levels = [order[bounds[h]:bounds[h + 1]] for h in range(n_h)]
+    levels = [order[bounds[h] : bounds[h + 1]] for h in range(n_h)]
     row = np.empty(n_nodes, dtype=np.int64)
     widths = []
     for nodes in levels:
@@ -117,8 +117,14 @@ def _apply_potential(x: np.ndarray, scale: np.ndarray, pot: np.ndarray | None):
     return x, scale + m
 
 
-def upward(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None = None, *,
-           method: str = "auto", crossover: int = DEFAULT_CROSSOVER) -> Messages:
+def upward(
+    tree: BinaryTree,
+    leaf_logw: np.ndarray,
+    potentials: dict | None = None,
+    *,
+    method: str = "auto",
+    crossover: int = DEFAULT_CROSSOVER,
+) -> Messages:
     """Upward (inward) sum-product pass.
 
     leaf_logw : (n_leaves, 2) log weights of y = 0 / 1. potentials : {height: (n_h, w_h) log
@@ -136,7 +142,7 @@ def upward(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None = No
         wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
         a, sa = _gather(tree, msgs, lc, wc)
         b, sb = _gather(tree, msgs, rc, wc)
-        x = convolve_rows(a, b, method=method, crossover=crossover)[:, :tree.widths[h]]
+        x = convolve_rows(a, b, method=method, crossover=crossover)[:, : tree.widths[h]]
         x = np.ascontiguousarray(x)
         sizes = tree.size[nodes]
         if np.any(sizes + 1 < x.shape[1]):
@@ -148,9 +154,15 @@ def upward(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None = No
     return msgs
 
 
-def downward(tree: BinaryTree, up: Messages, root_out_log: np.ndarray | None = None,
-             potentials: dict | None = None, *, method: str = "auto",
-             crossover: int = DEFAULT_CROSSOVER) -> Messages:
+def downward(
+    tree: BinaryTree,
+    up: Messages,
+    root_out_log: np.ndarray | None = None,
+    potentials: dict | None = None,
+    *,
+    method: str = "auto",
+    crossover: int = DEFAULT_CROSSOVER,
+) -> Messages:
     """Downward (outward) pass: the message into each node from above, potentials excluded.
 
     root_out_log : (size_root + 1,) log message into the root (None: all zeros, i.e. ones).
@@ -207,7 +219,7 @@ def upward_max(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None 
         wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
         a = _gather_log(tree, msgs, lc, wc)
         b = _gather_log(tree, msgs, rc, wc)
-        x = maxplus_conv_batch(a, b)[:, :tree.widths[h]].copy()
+        x = maxplus_conv_batch(a, b)[:, : tree.widths[h]].copy()
         if potentials.get(h) is not None:
             x = x + potentials[h]
         msgs.append(x)
@@ -242,7 +254,7 @@ def backtrack_max(tree: BinaryTree, msgs: list, root_count: int) -> np.ndarray:
         best = np.argmax(vals, axis=1)
         counts[lc] = best
         counts[rc] = c - best
-    return counts[:tree.n_leaves]
+    return counts[: tree.n_leaves]
 
 
 def flat_messages(tree: BinaryTree, up: Messages):

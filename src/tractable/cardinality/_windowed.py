@@ -84,7 +84,7 @@ class Windowed(Balanced):
         v = self.vec[-1][0]
         lo = int(self.lo[-1][0])
         hi = min(self.n + 1, lo + v.shape[0])
-        out[lo:hi] = v[:hi - lo]
+        out[lo:hi] = v[: hi - lo]
         return out
 
     def downward(self, root_out_log: np.ndarray):
@@ -94,7 +94,7 @@ class Windowed(Balanced):
         full = np.full(lo_root + w_root, -np.inf)
         m = min(root_out_log.shape[0], full.shape[0])
         full[:m] = root_out_log[:m]
-        seg = full[lo_root:lo_root + w_root]
+        seg = full[lo_root : lo_root + w_root]
         mx = np.max(seg)
         if not mx > -np.inf:
             raise ValueError("no configuration has non-zero probability.")
@@ -127,9 +127,9 @@ class Windowed(Balanced):
                 fr = np.conj(fu[1::2])
                 fr *= fa
                 x = np.empty((2 * a.shape[0], wc))
-                x[0::2, :wc - 1] = sfft.irfft(fr, n=nfft, axis=1, workers=_WORKERS)[:, :wc - 1]
-                x[1::2, :wc - 1] = sfft.irfft(fl, n=nfft, axis=1, workers=_WORKERS)[:, :wc - 1]
-                tail = ash[:, wc - 1:]
+                x[0::2, : wc - 1] = sfft.irfft(fr, n=nfft, axis=1, workers=_WORKERS)[:, : wc - 1]
+                x[1::2, : wc - 1] = sfft.irfft(fl, n=nfft, axis=1, workers=_WORKERS)[:, : wc - 1]
+                tail = ash[:, wc - 1 :]
                 x[0::2, wc - 1] = np.einsum("ij,ij->i", tail, ur)
                 x[1::2, wc - 1] = np.einsum("ij,ij->i", tail, ul)
             sc = np.empty(2 * a.shape[0])
@@ -138,4 +138,4 @@ class Windowed(Balanced):
             sc[1::2] = sa + sup[0::2]
             sa = sc + clean_normalize_rows(x, _NOISE if self._use_fft(wc) else 0.0)
             a = x
-        return a[:self.n], sa[:self.n]
+        return a[: self.n], sa[: self.n]

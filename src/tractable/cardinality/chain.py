@@ -29,15 +29,16 @@ def _chain_core(theta: np.ndarray, f: np.ndarray, max_count: int | None = None):
     prob = _Clamped(theta, f)
     n = prob.n_free
     kmax = n if max_count is None else max(0, min(n, max_count - prob.n_on))
-    logz, log1, log0, logw = chain_log_kernel(np.ascontiguousarray(prob.theta_free),
-                                              np.ascontiguousarray(prob.f_eff[:kmax + 1]), kmax)
+    logz, log1, log0, logw = chain_log_kernel(
+        np.ascontiguousarray(prob.theta_free), np.ascontiguousarray(prob.f_eff[: kmax + 1]), kmax
+    )
     if not logz > -np.inf:
         raise ValueError(NO_CONFIGURATION + ".")
     log_odds = theta.copy()  # clamped variables keep their ±inf
     log_odds[prob.free] = log1 - log0
     pi = np.zeros(n + 1)
     with np.errstate(invalid="ignore"):
-        pi[:kmax + 1] = np.exp(logw + prob.f_eff[:kmax + 1] - logz)
+        pi[: kmax + 1] = np.exp(logw + prob.f_eff[: kmax + 1] - logz)
     logz = logz + math.fsum(np.maximum(prob.theta_free, 0.0))
     pi = np.nan_to_num(pi, nan=0.0)
     return log_odds, prob.full_count(pi), float(logz)
@@ -76,7 +77,7 @@ def chain_marginals(theta, f, *, max_count: int | None = None) -> CardinalityMar
         max_count = check_int(max_count, "max_count", minimum=0)
         f = np.array(f, dtype=np.float64, copy=True)
         if f.ndim == 1 and max_count + 1 < f.shape[0]:
-            f[max_count + 1:] = -np.inf
+            f[max_count + 1 :] = -np.inf
     theta, f = _validate_marginals_args(theta, f)
     log_odds, count, logz = _chain_core(theta, f, max_count)
     return exact_result(log_odds, count, logz, t0, "chain")

@@ -70,14 +70,13 @@ def _validate_marginals_args(theta, f) -> tuple[np.ndarray, np.ndarray]:
     f = as_float_array(f, "f", ndim=1)
     if f.shape[0] != n_vars + 1:
         raise ValueError(
-            f"`f` must have n_variables + 1 = {n_vars + 1} entries (one per count 0..{n_vars}); "
-            f"got {f.shape[0]}."
+            f"`f` must have n_variables + 1 = {n_vars + 1} entries (one per count 0..{n_vars}); got {f.shape[0]}."
         )
     if not np.any(f > -np.inf):
         raise ValueError(f"`f` is -inf at every count: {NO_CONFIGURATION}.")
     n_on = int(np.count_nonzero(np.isposinf(theta)))
     n_off = int(np.count_nonzero(np.isneginf(theta)))
-    if not np.any(f[n_on:n_vars - n_off + 1] > -np.inf):
+    if not np.any(f[n_on : n_vars - n_off + 1] > -np.inf):
         raise ValueError(
             f"{NO_CONFIGURATION}: with {n_on} variables clamped on and "
             f"{n_off} clamped off by `theta`, `f` is -inf at every reachable count "
@@ -105,13 +104,13 @@ class _Clamped:
         self.n_on = int(np.count_nonzero(self.on))
         self.n_free = self.free.shape[0]
         self.theta_free = theta if self.n_free == self.n_vars else theta[self.free]
-        self.f_eff = f[self.n_on:self.n_on + self.n_free + 1]
+        self.f_eff = f[self.n_on : self.n_on + self.n_free + 1]
         if not np.any(self.f_eff > -np.inf):
             raise ValueError(NO_CONFIGURATION + ".")
 
     def full_count(self, pi_free: np.ndarray) -> np.ndarray:
         out = np.zeros(self.n_vars + 1)
-        out[self.n_on:self.n_on + self.n_free + 1] = pi_free
+        out[self.n_on : self.n_on + self.n_free + 1] = pi_free
         return out
 
 
@@ -333,8 +332,7 @@ def _log_partition_known(passes, owner, f):
     return passes[ref].const + lse, rel - lse
 
 
-def _marginals_core(theta: np.ndarray, f: np.ndarray, method: str = "auto",
-                    crossover: int = DEFAULT_CROSSOVER):
+def _marginals_core(theta: np.ndarray, f: np.ndarray, method: str = "auto", crossover: int = DEFAULT_CROSSOVER):
     """The computation of :func:`marginals` on trusted input: no checks, no copy of the input.
 
     Internal callers (e.g. belief propagation, which calls it once per factor and iteration with
@@ -464,8 +462,9 @@ def marginals(theta, f, *, method: str = "auto", crossover: int | None = None) -
     return exact_result(log_odds, count, logz, t0, method, n_passes)
 
 
-def _log_partition_core(theta: np.ndarray, f: np.ndarray, method: str = "auto",
-                        crossover: int = DEFAULT_CROSSOVER) -> float:
+def _log_partition_core(
+    theta: np.ndarray, f: np.ndarray, method: str = "auto", crossover: int = DEFAULT_CROSSOVER
+) -> float:
     """``log Z`` on trusted input (as :func:`_marginals_core`), by upward passes only."""
     prob = _Clamped(theta, f)
     if prob.n_free == 0:
@@ -490,8 +489,7 @@ def log_partition(theta, f, *, method: str = "auto", crossover: int | None = Non
     return _log_partition_core(theta, f, method, crossover)
 
 
-def sample(theta, f, *, size: int = 1, rng=None, method: str = "auto",
-           crossover: int | None = None) -> np.ndarray:
+def sample(theta, f, *, size: int = 1, rng=None, method: str = "auto", crossover: int | None = None) -> np.ndarray:
     """Exact joint samples of ``p(y) ∝ exp(theta . y + f(sum y))``.
 
     Sec. 5.3 of Tarlow et al. (2012): after the upward pass, draw the root count from its
@@ -589,5 +587,10 @@ def map_assignment(theta, f) -> MAPResult:
     scores = cums + prob.f_eff
     k = int(np.argmax(scores))
     y[prob.free[order[:k]]] = 1
-    return MAPResult(assignment=frozen_array(y), score=float(scores[k]), time=time.perf_counter() - t0,
-                     method="sort_scan", message=stop_message(OPTIMAL, "sort_scan", 0))
+    return MAPResult(
+        assignment=frozen_array(y),
+        score=float(scores[k]),
+        time=time.perf_counter() - t0,
+        method="sort_scan",
+        message=stop_message(OPTIMAL, "sort_scan", 0),
+    )

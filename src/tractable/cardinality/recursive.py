@@ -78,8 +78,7 @@ def _validate_structure(n_variables, subsets, count_potentials):
         f = as_float_array(f, f"count_potentials[{i}]", ndim=1)
         if f.shape[0] != idx.size + 1:
             raise ValueError(
-                f"`count_potentials[{i}]` must have len(subsets[{i}]) + 1 = {idx.size + 1} entries; "
-                f"got {f.shape[0]}."
+                f"`count_potentials[{i}]` must have len(subsets[{i}]) + 1 = {idx.size + 1} entries; got {f.shape[0]}."
             )
         if not np.any(f > -np.inf):
             raise ValueError(f"`count_potentials[{i}]` is -inf at every count: {NO_CONFIGURATION}.")
@@ -161,11 +160,12 @@ def _build_structure(n: int, subs: tuple, pots: tuple) -> _Structure:
         h = int(tree.height[v])
         if h not in pots_h:
             pots_h[h] = np.zeros((tree.levels[h].shape[0], tree.widths[h]))
-        pots_h[h][tree.row[v], :f.shape[0]] = f
+        pots_h[h][tree.row[v], : f.shape[0]] = f
     for arr in (leaf, *pots_h.values()):
         arr.flags.writeable = False
-    return _Structure(n, subs, pots, tree, tuple(node_of[canonical[i]] for i in range(len(subs))), leaf,
-                      MappingProxyType(pots_h))
+    return _Structure(
+        n, subs, pots, tree, tuple(node_of[canonical[i]] for i in range(len(subs))), leaf, MappingProxyType(pots_h)
+    )
 
 
 def _validate_unary(unary, n: int) -> np.ndarray:
@@ -243,8 +243,9 @@ class RecursiveCardinalityModel:
     array([0.987, 0.007, 0.333, 0.333])
     """
 
-    def __init__(self, n_variables, subsets, count_potentials, unary=None, *, method: str = "auto",
-                 crossover: int | None = None):
+    def __init__(
+        self, n_variables, subsets, count_potentials, unary=None, *, method: str = "auto", crossover: int | None = None
+    ):
         crossover = _validate_options(method, crossover)
         n, subs, pots = _validate_structure(n_variables, subsets, count_potentials)
         structure = _build_structure(n, subs, pots)
@@ -330,7 +331,7 @@ class RecursiveCardinalityModel:
         up, out = self._passes()
         t = self._structure.tree
         h, r = t.height[v], t.row[v]
-        b = up.vec[h][r, :t.size[v] + 1] * out.vec[h][r, :t.size[v] + 1]
+        b = up.vec[h][r, : t.size[v] + 1] * out.vec[h][r, : t.size[v] + 1]
         return b / b.sum()
 
     def marginals(self) -> CardinalityMarginals:
@@ -393,7 +394,7 @@ class RecursiveCardinalityModel:
         up, _ = self._passes()
         t = self._structure.tree
         h, r = t.height[t.root], t.row[t.root]
-        root = up.vec[h][r, :t.size[t.root] + 1]
+        root = up.vec[h][r, : t.size[t.root] + 1]
         cdf = np.cumsum(root)
         counts = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
         counts = np.minimum(counts, t.size[t.root]).astype(np.int64)
@@ -401,8 +402,7 @@ class RecursiveCardinalityModel:
         state = streams(rng)
         if t.n_nodes == 1:
             return counts.astype(np.uint8)[:, None]
-        return sample_descent(counts, internal_order(t), t.left, t.right, flat, offset, length,
-                              self.n_variables, state)
+        return sample_descent(counts, internal_order(t), t.left, t.right, flat, offset, length, self.n_variables, state)
 
     def score(self, y) -> float:
         """``unary . y + sum_i count_potentials[i](count_i(y))`` of an assignment (the unnormalized
@@ -427,11 +427,16 @@ class RecursiveCardinalityModel:
         t = self._structure.tree
         msgs = upward_max(t, self._leaf_logw, self._structure.potentials_by_height)
         h, r = t.height[t.root], t.row[t.root]
-        root = msgs[h][r, :t.size[t.root] + 1]
+        root = msgs[h][r, : t.size[t.root] + 1]
         k = int(np.argmax(root))
         if not root[k] > -np.inf:
             raise ValueError(NO_CONFIGURATION + ".")
         y = backtrack_max(t, msgs, k) if t.n_nodes > 1 else np.array([k])
         y = y.astype(np.int64)
-        return MAPResult(assignment=frozen_array(y), score=self.score(y), time=time.perf_counter() - t0,
-                         method="max_product", message=stop_message(OPTIMAL, "max_product", 0))
+        return MAPResult(
+            assignment=frozen_array(y),
+            score=self.score(y),
+            time=time.perf_counter() - t0,
+            method="max_product",
+            message=stop_message(OPTIMAL, "max_product", 0),
+        )

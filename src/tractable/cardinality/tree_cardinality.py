@@ -55,7 +55,7 @@ def _norm(x: np.ndarray):
 def _corr(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
     """``out[j] = sum_i a[j + i] b[i]`` for ``j < width``."""
     full = np.correlate(a, b, mode="full")  # full[k] = sum_n a[n + k - (len(b) - 1)] b[n]
-    out = full[len(b) - 1:len(b) - 1 + width]
+    out = full[len(b) - 1 : len(b) - 1 + width]
     if out.shape[0] < width:
         out = np.concatenate([out, np.zeros(width - out.shape[0])])
     return out
@@ -212,7 +212,7 @@ class TreeCardinalityModel:
             lw = w_leaf[v]
             mw = lw.max()
             ew = np.exp(lw - mw)
-            out[0, :size[v]] = ew[0] * acc[0]
+            out[0, : size[v]] = ew[0] * acc[0]
             out[1, 1:] = ew[1] * acc[1]
             M[v], s2 = _norm(out)
             S[v] = sc + mw + s2
@@ -388,8 +388,13 @@ class TreeCardinalityModel:
                 j, sc = best[int(np.argmax(vals))]
                 y[c], count[c] = sc, j
                 rem -= j
-        return MAPResult(assignment=frozen_array(y), score=self.score(y), time=time.perf_counter() - t0,
-                         method="max_product", message=stop_message(OPTIMAL, "max_product", 0))
+        return MAPResult(
+            assignment=frozen_array(y),
+            score=self.score(y),
+            time=time.perf_counter() - t0,
+            method="max_product",
+            message=stop_message(OPTIMAL, "max_product", 0),
+        )
 
     def sample(self, *, size: int = 1, rng=None) -> np.ndarray:
         """Exact joint samples, vectorized over samples (one Python step per node).
@@ -444,8 +449,9 @@ class TreeCardinalityModel:
                 j = np.arange(width)
                 idx = rem[:, None] - j[None, :]
                 ok = (idx >= 0) & (idx < p0.shape[0])
-                pv = np.where(s[:, None] == 1, p1[np.clip(idx, 0, p0.shape[0] - 1)],
-                              p0[np.clip(idx, 0, p0.shape[0] - 1)])
+                pv = np.where(
+                    s[:, None] == 1, p1[np.clip(idx, 0, p0.shape[0] - 1)], p0[np.clip(idx, 0, p0.shape[0] - 1)]
+                )
                 pv = np.where(ok, pv, 0.0)
                 w0 = psi[s, 0][:, None] * mc[0][None, :] * pv
                 w1 = psi[s, 1][:, None] * mc[1][None, :] * pv

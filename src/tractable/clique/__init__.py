@@ -120,10 +120,12 @@ def _auto_route(phi, potential):
     # that only raises the score; the better one is returned
     plain = run_icm(start())
     if fam == "sum":
-        return _best([(_alpha_expansion(phi, potential, np.array(first.assignment), 100, t0),
-                       name + "+alpha_expansion"),
-                      (_alpha_expansion(phi, potential, np.array(plain.assignment), 100, t0),
-                       "icm+alpha_expansion")])
+        return _best(
+            [
+                (_alpha_expansion(phi, potential, np.array(first.assignment), 100, t0), name + "+alpha_expansion"),
+                (_alpha_expansion(phi, potential, np.array(plain.assignment), 100, t0), "icm+alpha_expansion"),
+            ]
+        )
     return _best([(run_icm(np.array(first.assignment)), name + "+icm"), (plain, "icm")])
 
 

@@ -223,7 +223,7 @@ def expansion_move(phi, labels, alpha, table, tol):
     for y in range(m):
         if y == alpha or counts[y] < 2:
             continue
-        grp = nodes[start[y]:start[y + 1]].copy()
+        grp = nodes[start[y] : start[y + 1]].copy()
         keys = np.empty(grp.shape[0])
         for t in range(grp.shape[0]):
             keys[t] = -_move_key(phi[grp[t], alpha], phi[grp[t], y])

@@ -60,8 +60,9 @@ class CliqueMAPResult:
     message: str = field(default="")
 
 
-def make_result(phi, potential, assignment, method, t0, *, exact, status, n_iter=0, detail="",
-                stacklevel=5) -> CliqueMAPResult:
+def make_result(
+    phi, potential, assignment, method, t0, *, exact, status, n_iter=0, detail="", stacklevel=5
+) -> CliqueMAPResult:
     """Score a validated labelling and wrap it, with ``message`` from ``status``.
 
     A status that stops short (``"max_iter_reached"``) gives ``converged=False`` and a
@@ -91,5 +92,6 @@ def make_result(phi, potential, assignment, method, t0, *, exact, status, n_iter
 
 def renamed(res: CliqueMAPResult, method: str, t0: float) -> CliqueMAPResult:
     """``res`` reported under another method name (a composite of ``clique_map("auto")``), timed from ``t0``."""
-    return replace(res, method=method, time=time.perf_counter() - t0,
-                   message=stop_message(res.status, method, res.n_iter))
+    return replace(
+        res, method=method, time=time.perf_counter() - t0, message=stop_message(res.status, method, res.n_iter)
+    )

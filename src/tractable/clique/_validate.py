@@ -13,8 +13,7 @@ from .._validate import as_float_array, as_index_array
 from ._kernels import KIND_GENERAL, KIND_MAJORITY, KIND_MAX, KIND_SUM
 from .potentials import CliquePotential
 
-__all__ = ["check_assignment", "check_clique", "check_init", "check_phi", "check_potential", "kernel_args",
-           "tolerance"]
+__all__ = ["check_assignment", "check_clique", "check_init", "check_phi", "check_potential", "kernel_args", "tolerance"]
 
 _KINDS = {"sum": KIND_SUM, "max": KIND_MAX, "majority": KIND_MAJORITY}
 

@@ -103,15 +103,15 @@ def _best_of_sweeps(phi, potential, kargs, in_lab, out_lab):
 
 
 def _trivial(phi, potential, method, t0) -> CliqueMAPResult:
-    return make_result(phi, potential, np.zeros(phi.shape[0], dtype=np.int64), method, t0, exact=True,
-                       status=OPTIMAL)
+    return make_result(phi, potential, np.zeros(phi.shape[0], dtype=np.int64), method, t0, exact=True, status=OPTIMAL)
 
 
 def _finish(phi, potential, labels, method, t0, n_iter) -> CliqueMAPResult:
     """Result of a pass: exact (``"optimal"``) for MAX potentials and ``m <= 2``, else ``"completed"``."""
     exact = potential.family == "max" or phi.shape[1] <= 2
-    return make_result(phi, potential, labels, method, t0, exact=exact, status=OPTIMAL if exact else COMPLETED,
-                       n_iter=n_iter)
+    return make_result(
+        phi, potential, labels, method, t0, exact=exact, status=OPTIMAL if exact else COMPLETED, n_iter=n_iter
+    )
 
 
 def alpha_pass(phi, potential) -> CliqueMAPResult:
@@ -207,7 +207,7 @@ def _generalized_arrays(phi, potential, kargs, S):
     best_v, best_lab = -np.inf, None
     per = max(1, _CHUNK // (n * (s + 1) * (m if kargs[0] == _kernels.KIND_GENERAL else 1)))
     for lo in range(0, S.shape[0], per):
-        sub = S[lo: lo + per]
+        sub = S[lo : lo + per]
         vals = phi_ext[:, sub]  # (n, P, s)
         in_lab = np.take_along_axis(sub[None], np.argmax(vals, axis=2)[:, :, None], axis=2)[:, :, 0].T
         member = (top[:, None, :, None] == sub[None, :, None, :]).any(axis=3)  # (n, P, s + 1)

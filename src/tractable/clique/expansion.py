@@ -124,7 +124,15 @@ def _alpha_expansion(phi, potential, labels, max_iter, t0) -> CliqueMAPResult:
             converged = True
             break
     if converged:
-        return make_result(phi, potential, labels, "alpha_expansion", t0, exact=m == 1, status=CONVERGED,
-                           n_iter=rounds)
-    return make_result(phi, potential, labels, "alpha_expansion", t0, exact=m == 1, status=MAX_ITER_REACHED,
-                       n_iter=rounds, detail="moves still improving the score; raise `max_iter`")
+        return make_result(phi, potential, labels, "alpha_expansion", t0, exact=m == 1, status=CONVERGED, n_iter=rounds)
+    return make_result(
+        phi,
+        potential,
+        labels,
+        "alpha_expansion",
+        t0,
+        exact=m == 1,
+        status=MAX_ITER_REACHED,
+        n_iter=rounds,
+        detail="moves still improving the score; raise `max_iter`",
+    )

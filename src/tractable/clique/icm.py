@@ -104,5 +104,14 @@ def _icm(phi, potential, labels, max_iter, gen, t0) -> CliqueMAPResult:
             break
     if converged:
         return make_result(phi, potential, labels, "icm", t0, exact=m == 1, status=CONVERGED, n_iter=sweeps)
-    return make_result(phi, potential, labels, "icm", t0, exact=m == 1, status=MAX_ITER_REACHED, n_iter=sweeps,
-                       detail="labels still changing; raise `max_iter`")
+    return make_result(
+        phi,
+        potential,
+        labels,
+        "icm",
+        t0,
+        exact=m == 1,
+        status=MAX_ITER_REACHED,
+        n_iter=sweeps,
+        detail="labels still changing; raise `max_iter`",
+    )

@@ -99,8 +99,7 @@ def _majority_alpha_pass(phi, W, pot, t0) -> CliqueMAPResult:
     """:func:`majority_alpha_pass` on validated input (``W`` the weights of ``pot``)."""
     n, m = phi.shape
     if m == 1:
-        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_alpha_pass", t0, exact=True,
-                           status=OPTIMAL)
+        return make_result(phi, pot, np.zeros(n, dtype=np.int64), "majority_alpha_pass", t0, exact=True, status=OPTIMAL)
     best_v, best_lab = -np.inf, None
     for alphas in _chunks(n, m):
         order, in_lab, out_lab, node, valid = _majority_sweeps(phi, W, alphas)
@@ -108,8 +107,9 @@ def _majority_alpha_pass(phi, W, pot, t0) -> CliqueMAPResult:
         if best_lab is None or v > best_v:
             best_v, best_lab = v, lab
     exact = m <= 2
-    return make_result(phi, pot, best_lab, "majority_alpha_pass", t0, exact=exact,
-                       status=OPTIMAL if exact else COMPLETED, n_iter=m)
+    return make_result(
+        phi, pot, best_lab, "majority_alpha_pass", t0, exact=exact, status=OPTIMAL if exact else COMPLETED, n_iter=m
+    )
 
 
 def _caps(m, alpha, k):
@@ -130,14 +130,18 @@ def _solve_subproblem_lp(psi, alpha, k):
     """
     n, m = psi.shape
     finite = np.isfinite(psi).ravel()
-    A = vstack([kron(speye(n, format="csr"), np.ones((1, m))), kron(np.ones((1, n)), speye(m, format="csr"))],
-               format="csr")
+    A = vstack(
+        [kron(speye(n, format="csr"), np.ones((1, m))), kron(np.ones((1, n)), speye(m, format="csr"))], format="csr"
+    )
     cap = _caps(m, alpha, k).astype(np.float64)
     low = np.zeros(m)
     low[alpha] = k
-    res = milp(c=-np.where(finite, psi.ravel(), 0.0),
-               constraints=LinearConstraint(A, np.concatenate([np.ones(n), low]), np.concatenate([np.ones(n), cap])),
-               integrality=np.ones(n * m), bounds=Bounds(np.zeros(n * m), finite.astype(np.float64)))
+    res = milp(
+        c=-np.where(finite, psi.ravel(), 0.0),
+        constraints=LinearConstraint(A, np.concatenate([np.ones(n), low]), np.concatenate([np.ones(n), cap])),
+        integrality=np.ones(n * m),
+        bounds=Bounds(np.zeros(n * m), finite.astype(np.float64)),
+    )
     if res.x is None:
         return None
     return np.argmax(res.x.reshape(n, m), axis=1)

@@ -40,6 +40,7 @@ __all__ = [
     "SumPotential",
 ]
 
+
 def _as_counts(counts) -> np.ndarray:
     c = np.asarray(counts)
     if c.ndim == 0:
@@ -307,6 +308,7 @@ class CountPotential(CliquePotential):
         if np.isnan(out).any() or np.isposinf(out).any():
             i = np.flatnonzero(np.isnan(out) | np.isposinf(out))[0]
             bad = c.reshape(-1, c.shape[-1])[i]
-            raise ValueError(f"`potential` must return finite values or -inf; got {float(out.ravel()[i])} "
-                             f"for counts {bad.tolist()}.")
+            raise ValueError(
+                f"`potential` must return finite values or -inf; got {float(out.ravel()[i])} for counts {bad.tolist()}."
+            )
         return out

@@ -199,9 +199,13 @@ def opinion_diffusion(n_voters: int, *, squared: bool = False, rng=None):
     opinions = np.sign(u) * np.maximum(np.ceil(np.abs(u) * 1000.0), 1.0) / 1000.0
     weights = np.array([w for *_, w in EDGE_TYPES])
     network = OpinionNetwork(
-        opinions=opinions, edges=np.column_stack([src, dst]), edge_types=typ,
-        type_names=tuple(name for name, *_ in EDGE_TYPES), type_weights=weights,
-        opinion_weight=OPINION_WEIGHT, squared=bool(squared),
+        opinions=opinions,
+        edges=np.column_stack([src, dst]),
+        edge_types=typ,
+        type_names=tuple(name for name, *_ in EDGE_TYPES),
+        type_weights=weights,
+        opinion_weight=OPINION_WEIGHT,
+        squared=bool(squared),
     )
     for a in (network.opinions, network.edges, network.edge_types, network.type_weights):
         a.flags.writeable = False
@@ -210,16 +214,16 @@ def opinion_diffusion(n_voters: int, *, squared: bool = False, rng=None):
     # opinion potentials: max(|op| - X_party, 0)
     voters = np.flatnonzero(opinions != 0)
     var = 2 * voters + (opinions[voters] > 0)
-    model.add_potentials(np.arange(voters.size + 1), var, -np.ones(voters.size), np.abs(opinions[voters]),
-                         OPINION_WEIGHT, bool(squared))
+    model.add_potentials(
+        np.arange(voters.size + 1), var, -np.ones(voters.size), np.abs(opinions[voters]), OPINION_WEIGHT, bool(squared)
+    )
     # edge potentials: max(X_{b,P} - X_{a,P}, 0) for both parties P
     n_e = src.size
     a_var = np.stack([2 * src, 2 * src + 1], axis=1).ravel()  # (2 n_e,) edge e -> rows 2e (L), 2e + 1 (C)
     b_var = np.stack([2 * dst, 2 * dst + 1], axis=1).ravel()
     variables = np.stack([b_var, a_var], axis=1).ravel()
     coefs = np.tile([1.0, -1.0], 2 * n_e)
-    model.add_potentials(np.arange(0, 4 * n_e + 1, 2), variables, coefs, 0.0, np.repeat(weights[typ], 2),
-                         bool(squared))
+    model.add_potentials(np.arange(0, 4 * n_e + 1, 2), variables, coefs, 0.0, np.repeat(weights[typ], 2), bool(squared))
     # X_L + X_C <= 1
     model.add_constraints(np.arange(0, 2 * n_kept + 1, 2), np.arange(2 * n_kept), np.ones(2 * n_kept), -1.0, "<=")
     model.network = network

@@ -61,8 +61,13 @@ METHODS = {
 }
 
 
-def _auto(fg: FactorGraph, task: str, *, enumerate_below: int = DEFAULT_ENUMERATE_BELOW,
-          max_table_size: int = DEFAULT_MAX_TABLE_SIZE) -> MarginalsResult | MAPResult:
+def _auto(
+    fg: FactorGraph,
+    task: str,
+    *,
+    enumerate_below: int = DEFAULT_ENUMERATE_BELOW,
+    max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
+) -> MarginalsResult | MAPResult:
     """``method="auto"``: enumerate small models, eliminate the others (the result names the choice)."""
     if n_states(fg) <= enumerate_below:
         return METHODS["enumerate"](fg, task)

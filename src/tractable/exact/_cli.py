@@ -17,12 +17,26 @@ def register(subparsers) -> None:
     )
     p.add_argument("model", help="model file in the UAI format (MARKOV or BAYES)")
     p.add_argument("--evid", metavar="FILE", help="evidence file (.evid)")
-    p.add_argument("--task", required=True, type=str.upper, choices=["MAR", "MAP", "PR"],
-                   help="MAR: all marginals; MAP: a most probable assignment; PR: log10 of the partition function")
-    p.add_argument("--method", default="auto", choices=["auto", *METHODS],
-                   help="auto: enumeration for small models, variable elimination otherwise (default)")
-    p.add_argument("--max-table-size", type=int, default=None, metavar="N",
-                   help="largest intermediate table of variable elimination (entries; default 2**25)")
+    p.add_argument(
+        "--task",
+        required=True,
+        type=str.upper,
+        choices=["MAR", "MAP", "PR"],
+        help="MAR: all marginals; MAP: a most probable assignment; PR: log10 of the partition function",
+    )
+    p.add_argument(
+        "--method",
+        default="auto",
+        choices=["auto", *METHODS],
+        help="auto: enumeration for small models, variable elimination otherwise (default)",
+    )
+    p.add_argument(
+        "--max-table-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="largest intermediate table of variable elimination (entries; default 2**25)",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write the result here instead of stdout")
     p.set_defaults(func=_run)
 

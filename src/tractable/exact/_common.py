@@ -44,12 +44,22 @@ def no_support(task: str) -> ZeroPartitionError:
 
 
 def marginals_result(marginals, log_partition: float, t0: float, method: str, detail: str = "") -> MarginalsResult:
-    return MarginalsResult(marginals=frozen_marginals(marginals), log_partition=float(log_partition),
-                           time=time.perf_counter() - t0, method=method, status=OPTIMAL,
-                           message=stop_message(OPTIMAL, method, 0, detail))
+    return MarginalsResult(
+        marginals=frozen_marginals(marginals),
+        log_partition=float(log_partition),
+        time=time.perf_counter() - t0,
+        method=method,
+        status=OPTIMAL,
+        message=stop_message(OPTIMAL, method, 0, detail),
+    )
 
 
 def map_result(assignment, score: float, t0: float, method: str, detail: str = "") -> MAPResult:
-    return MAPResult(assignment=frozen_array(assignment, dtype=np.int64), score=float(score),
-                     time=time.perf_counter() - t0, method=method, status=OPTIMAL,
-                     message=stop_message(OPTIMAL, method, 0, detail))
+    return MAPResult(
+        assignment=frozen_array(assignment, dtype=np.int64),
+        score=float(score),
+        time=time.perf_counter() - t0,
+        method=method,
+        status=OPTIMAL,
+        message=stop_message(OPTIMAL, method, 0, detail),
+    )

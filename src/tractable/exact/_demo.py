@@ -17,10 +17,22 @@ def demo_rows() -> list[dict]:
     ref = enumerate_marginals(fg)
     res = variable_elimination(fg, "marginals")
     err = float(np.max(np.abs(res.marginals - ref.marginals)))
-    rows.append({"problem": "4x4 Ising grid, marginals", "method": "variable elimination",
-                 "quality": f"max err vs enumeration {err:.1e}", "time": res.time})
+    rows.append(
+        {
+            "problem": "4x4 Ising grid, marginals",
+            "method": "variable elimination",
+            "quality": f"max err vs enumeration {err:.1e}",
+            "time": res.time,
+        }
+    )
     big = grid_factor_graph(12, 12, n_states=2, coupling=1.0, rng=0)
     res = variable_elimination(big, "map")
-    rows.append({"problem": "12x12 Ising grid, MAP", "method": "variable elimination",
-                 "quality": f"score {res.score:.3f}", "time": res.time})
+    rows.append(
+        {
+            "problem": "12x12 Ising grid, MAP",
+            "method": "variable elimination",
+            "quality": f"score {res.score:.3f}",
+            "time": res.time,
+        }
+    )
     return rows

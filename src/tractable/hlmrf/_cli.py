@@ -12,11 +12,15 @@ def register(subparsers) -> None:
         "hlmrf",
         help="MPE inference in a hinge-loss MRF (.npz written by HLMRF.save)",
         description="Find a most probable explanation of a hinge-loss MRF by consensus ADMM (or an exact "
-                    "reference solver) and print a summary; optionally write the assignment.",
+        "reference solver) and print a summary; optionally write the assignment.",
     )
     p.add_argument("model", help="model file written by tractable.hlmrf.HLMRF.save (format tractable.hlmrf)")
-    p.add_argument("--method", default="admm", choices=["admm", "highs", "clarabel"],
-                   help="admm (default), or the exact LP (highs, p = 1 only) / QP (clarabel)")
+    p.add_argument(
+        "--method",
+        default="admm",
+        choices=["admm", "highs", "clarabel"],
+        help="admm (default), or the exact LP (highs, p = 1 only) / QP (clarabel)",
+    )
     # options default to None (not given): tractable.hlmrf.solve owns the defaults and rejects an ADMM
     # option given with --method highs/clarabel
     p.add_argument("--rho", type=float, help="ADMM step size (default: that of tractable.hlmrf.solve)")
@@ -24,12 +28,19 @@ def register(subparsers) -> None:
     p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (default: solve's)")
     p.add_argument("--max-iter", type=int, help="ADMM iteration budget (default: solve's)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long (any method)")
-    p.add_argument("--constraints", choices=["auto", "local", "consensus"],
-                   help="ADMM handling of constraints (see tractable.hlmrf.solve; default: solve's)")
+    p.add_argument(
+        "--constraints",
+        choices=["auto", "local", "consensus"],
+        help="ADMM handling of constraints (see tractable.hlmrf.solve; default: solve's)",
+    )
     p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set (any method)")
     p.add_argument("--no-progress", action="store_true", help="no ADMM progress bar (shown by default)")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the assignment here: .npy (binary) or any other name (one value per line)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the assignment here: .npy (binary) or any other name (one value per line)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -41,8 +52,15 @@ def _run(args) -> int:
 
     model = HLMRF.load(args.model)
     # only what the user set: solve owns the defaults, and rejects an ADMM option given to highs/clarabel
-    options = dict(rho=args.rho, eps_abs=args.eps_abs, eps_rel=args.eps_rel, max_iter=args.max_iter,
-                   constraints=args.constraints, time_limit=args.time_limit, repair=args.repair or None)
+    options = dict(
+        rho=args.rho,
+        eps_abs=args.eps_abs,
+        eps_rel=args.eps_rel,
+        max_iter=args.max_iter,
+        constraints=args.constraints,
+        time_limit=args.time_limit,
+        repair=args.repair or None,
+    )
     if args.method == "admm" and not args.no_progress:
         options["progress"] = True  # the CLI shows a bar by default; the API does not
     res = solve(model, args.method, **{k: v for k, v in options.items() if v is not None})
@@ -52,8 +70,10 @@ def _run(args) -> int:
     print(f"objective  {res.objective:.10g}")
     print(f"violation  {res.max_violation:.3g}")
     if res.method == "admm":
-        print(f"iterations {res.n_iter} (primal residual {res.primal_residual:.3g}, dual residual "
-              f"{res.dual_residual:.3g})")
+        print(
+            f"iterations {res.n_iter} (primal residual {res.primal_residual:.3g}, dual residual "
+            f"{res.dual_residual:.3g})"
+        )
     print(f"time       {res.time:.3f} s")
     if args.output:
         if args.output.endswith(".npy"):

@@ -16,19 +16,33 @@ def demo_rows() -> list[dict]:
     rows = []
     for squared, ref_method in ((False, "highs"), (True, "clarabel")):
         model = opinion_diffusion(300, squared=squared, rng=0)
-        problem = (f"opinion diffusion p={2 if squared else 1} ({model.n_potentials} potentials, "
-                   f"{model.n_constraints} constraints)")
+        problem = (
+            f"opinion diffusion p={2 if squared else 1} ({model.n_potentials} potentials, "
+            f"{model.n_constraints} constraints)"
+        )
         t0 = time.perf_counter()
         res = solve(model, eps_abs=1e-6, eps_rel=1e-4, constraints="consensus")
         elapsed = time.perf_counter() - t0
         if ref_method == "clarabel" and importlib.util.find_spec("clarabel") is None:
-            rows.append({"problem": problem, "method": f"ADMM ({res.n_iter} it)",
-                         "quality": f"objective {res.objective:.6g}, viol {res.max_violation:.0e} "
-                                    "(Clarabel reference: pip install 'tractable[ref]')", "time": elapsed})
+            rows.append(
+                {
+                    "problem": problem,
+                    "method": f"ADMM ({res.n_iter} it)",
+                    "quality": f"objective {res.objective:.6g}, viol {res.max_violation:.0e} "
+                    "(Clarabel reference: pip install 'tractable[ref]')",
+                    "time": elapsed,
+                }
+            )
             continue
         ref = solve(model, ref_method)
         rel = (res.objective - ref.objective) / max(abs(ref.objective), 1e-12)
-        rows.append({"problem": problem, "method": f"ADMM ({res.n_iter} it)",
-                     "quality": f"rel. gap to {ref_method} {rel:.1e}, viol {res.max_violation:.0e}", "time": elapsed})
+        rows.append(
+            {
+                "problem": problem,
+                "method": f"ADMM ({res.n_iter} it)",
+                "quality": f"rel. gap to {ref_method} {rel:.1e}, viol {res.max_violation:.0e}",
+                "time": elapsed,
+            }
+        )
         rows.append({"problem": problem, "method": ref_method, "quality": "exact optimum", "time": ref.time})
     return rows

@@ -224,8 +224,29 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
 
 
 @njit
-def admm_run(indptr, idx, coef, const, weight, kind, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, n_steps,
-             stats, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind):
+def admm_run(
+    indptr,
+    idx,
+    coef,
+    const,
+    weight,
+    kind,
+    cnt,
+    x,
+    y,
+    z,
+    rho,
+    alpha,
+    eps_abs,
+    eps_rel,
+    n_steps,
+    stats,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+):
     """Run up to ``n_steps`` consensus-ADMM iterations in place; return the number completed.
 
     ``x``: the (over-relaxed) local copies ``alpha x + (1 - alpha) z_prev`` of the last local update;
@@ -398,8 +419,31 @@ def term_values(indptr, idx, coef, const, x):
 
 
 @njit(parallel=True)
-def admm_run_parallel(indptr, idx, coef, const, weight, kind, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs,
-                      eps_rel, n_steps, stats, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind):
+def admm_run_parallel(
+    indptr,
+    idx,
+    coef,
+    const,
+    weight,
+    kind,
+    cnt,
+    vptr,
+    vcopies,
+    x,
+    y,
+    z,
+    rho,
+    alpha,
+    eps_abs,
+    eps_rel,
+    n_steps,
+    stats,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+):
     """Multi-threaded :func:`admm_run` (same iterates up to float summation order).
 
     The term pass runs in parallel (each term owns its copies), and the consensus average is a

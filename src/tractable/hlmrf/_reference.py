@@ -39,9 +39,17 @@ def _result(model, comp, xfree, *, status, n_iter, t0, method, detail) -> MPERes
         full[comp.free] = np.nan
         objective, viol = float("nan"), float("nan")
     return MPEResult(
-        x=frozen_array(full), objective=objective, converged=status == OPTIMAL, n_iter=int(n_iter),
-        primal_residual=float("nan"), dual_residual=float("nan"), max_violation=viol, status=status,
-        time=time.perf_counter() - t0, method=method, message=stop_message(status, method, int(n_iter), detail),
+        x=frozen_array(full),
+        objective=objective,
+        converged=status == OPTIMAL,
+        n_iter=int(n_iter),
+        primal_residual=float("nan"),
+        dual_residual=float("nan"),
+        max_violation=viol,
+        status=status,
+        time=time.perf_counter() - t0,
+        method=method,
+        message=stop_message(status, method, int(n_iter), detail),
     )
 
 
@@ -81,8 +89,16 @@ def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=options)
     status = {0: OPTIMAL, 2: INFEASIBLE, 1: TIME_LIMIT_REACHED}.get(res.status, ERROR)
     xfree = res.x[:n] if res.x is not None and status in (OPTIMAL, TIME_LIMIT_REACHED) else None
-    return _result(model, comp, xfree, status=status, n_iter=getattr(res, "nit", 0) or 0, t0=t0, method="highs",
-                   detail=f"HiGHS: {res.message}")
+    return _result(
+        model,
+        comp,
+        xfree,
+        status=status,
+        n_iter=getattr(res, "nit", 0) or 0,
+        t0=t0,
+        method="highs",
+        detail=f"HiGHS: {res.message}",
+    )
 
 
 def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
@@ -140,5 +156,13 @@ def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
     else:
         status = ERROR
     xfree = np.asarray(sol.x)[:n] if status in (OPTIMAL, TIME_LIMIT_REACHED) else None
-    return _result(model, comp, xfree, status=status, n_iter=sol.iterations, t0=t0, method="clarabel",
-                   detail=f"Clarabel status {name}")
+    return _result(
+        model,
+        comp,
+        xfree,
+        status=status,
+        n_iter=sol.iterations,
+        t0=t0,
+        method="clarabel",
+        detail=f"Clarabel status {name}",
+    )

@@ -167,11 +167,24 @@ def solve(
     ...
     ValueError: `max_iter` does not apply to `method`='highs' (its options: `time_limit`, `repair`).
     """
-    core, kwargs = _validate_solve(model, method, dict(
-        rho=rho, eps_abs=eps_abs, eps_rel=eps_rel, max_iter=max_iter, x0=x0, time_limit=time_limit,
-        progress=progress, adaptive_rho=adaptive_rho, over_relaxation=over_relaxation, constraints=constraints,
-        parallel=parallel, repair=repair,
-    ))
+    core, kwargs = _validate_solve(
+        model,
+        method,
+        dict(
+            rho=rho,
+            eps_abs=eps_abs,
+            eps_rel=eps_rel,
+            max_iter=max_iter,
+            x0=x0,
+            time_limit=time_limit,
+            progress=progress,
+            adaptive_rho=adaptive_rho,
+            over_relaxation=over_relaxation,
+            constraints=constraints,
+            parallel=parallel,
+            repair=repair,
+        ),
+    )
     res = core(model, **kwargs)
     if not res.converged:
         warn_stopped(res.message)
@@ -184,8 +197,13 @@ def solve(
         except ValueError as err:
             warn_stopped(f"no repair: {err}")
         else:
-            res = replace(res, x=frozen_array(xr), objective=model.objective(xr),
-                          max_violation=model.max_violation(xr), time=res.time + time.perf_counter() - t0)
+            res = replace(
+                res,
+                x=frozen_array(xr),
+                objective=model.objective(xr),
+                max_violation=model.max_violation(xr),
+                time=res.time + time.perf_counter() - t0,
+            )
     return res
 
 
@@ -206,10 +224,14 @@ def _validate_solve(model, method, options):
         if x0.shape != (model.n_variables,):
             raise ValueError(f"`x0` must have shape ({model.n_variables},); got {x0.shape}.")
     return core, dict(
-        rho=check_positive(opt["rho"], "rho"), eps_abs=check_positive(opt["eps_abs"], "eps_abs", strict=False),
+        rho=check_positive(opt["rho"], "rho"),
+        eps_abs=check_positive(opt["eps_abs"], "eps_abs", strict=False),
         eps_rel=check_positive(opt["eps_rel"], "eps_rel", strict=False),
-        max_iter=check_int(opt["max_iter"], "max_iter", minimum=1), x0=x0, time_limit=time_limit,
-        progress=bool(opt["progress"]), adaptive_rho=bool(opt["adaptive_rho"]),
+        max_iter=check_int(opt["max_iter"], "max_iter", minimum=1),
+        x0=x0,
+        time_limit=time_limit,
+        progress=bool(opt["progress"]),
+        adaptive_rho=bool(opt["adaptive_rho"]),
         alpha=_check_alpha(opt["over_relaxation"]),
         constraints=check_choice(opt["constraints"], "constraints", ("local", "consensus", "auto")),
         parallel=bool(opt["parallel"]),
@@ -242,8 +264,10 @@ def _split_constraints(comp, mode: str):
     if not disjoint:
         if mode == "auto":
             return terms, empty
-        raise ValueError("`constraints`='consensus' needs constraints whose variables are pairwise disjoint; "
-                         "two constraints share a variable (use 'local').")
+        raise ValueError(
+            "`constraints`='consensus' needs constraints whose variables are pairwise disjoint; "
+            "two constraints share a variable (use 'local')."
+        )
     keep = ~is_con
 
     def csr(rows_mask, entry_mask):
@@ -258,8 +282,9 @@ def _split_constraints(comp, mode: str):
     return terms, (ip, ix, cf, comp.const[is_con], comp.kind[is_con])
 
 
-def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, alpha,
-                constraints, parallel):
+def _solve_admm(
+    model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, alpha, constraints, parallel
+):
     t0 = time.perf_counter()
     comp = model._compile()
     terms, zcons = _split_constraints(comp, constraints)
@@ -276,12 +301,14 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
         vcopies = np.argsort(idx, kind="stable")
 
         def step(k):
-            return _kernels.admm_run_parallel(*terms, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs, eps_rel, k,
-                                              stats, *zcons)
+            return _kernels.admm_run_parallel(
+                *terms, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs, eps_rel, k, stats, *zcons
+            )
     else:
 
         def step(k):
             return _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, k, stats, *zcons)
+
     stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
     n_iter = 0
     status = MAX_ITER_REACHED
@@ -324,13 +351,24 @@ def _solve_admm(model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progr
         detail = "residuals below tolerance"
     else:
         budget = "time_limit" if status == TIME_LIMIT_REACHED else "max_iter"
-        detail = (f"primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, max violation {viol:.3g}; "
-                  f"the model may be infeasible, or increase {budget}")
+        detail = (
+            f"primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, max violation {viol:.3g}; "
+            f"the model may be infeasible, or increase {budget}"
+        )
     message = stop_message(status, "admm", n_iter, detail)
     return MPEResult(
-        x=frozen_array(full), objective=model.objective(full), converged=converged, n_iter=n_iter,
-        primal_residual=float(stats[0]), dual_residual=float(stats[1]), max_violation=viol, status=status,
-        time=time.perf_counter() - t0, method="admm", message=message, rho=float(rho),
+        x=frozen_array(full),
+        objective=model.objective(full),
+        converged=converged,
+        n_iter=n_iter,
+        primal_residual=float(stats[0]),
+        dual_residual=float(stats[1]),
+        max_violation=viol,
+        status=status,
+        time=time.perf_counter() - t0,
+        method="admm",
+        message=message,
+        rho=float(rho),
     )
 
 

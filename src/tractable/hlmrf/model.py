@@ -28,9 +28,24 @@ SENSES = ("<=", "==", ">=")
 #: identifier and version of the ``.npz`` file format written by :meth:`HLMRF.save`
 FILE_FORMAT = "tractable.hlmrf"
 FILE_VERSION = 1
-_FILE_KEYS = ("format", "version", "n_variables", "pot_indptr", "pot_variables", "pot_coefficients",
-              "pot_constants", "pot_weights", "pot_power", "con_indptr", "con_variables", "con_coefficients",
-              "con_constants", "con_senses", "fixed_variables", "fixed_values")
+_FILE_KEYS = (
+    "format",
+    "version",
+    "n_variables",
+    "pot_indptr",
+    "pot_variables",
+    "pot_coefficients",
+    "pot_constants",
+    "pot_weights",
+    "pot_power",
+    "con_indptr",
+    "con_variables",
+    "con_coefficients",
+    "con_constants",
+    "con_senses",
+    "fixed_variables",
+    "fixed_values",
+)
 #: tolerance for constraints that involve only fixed variables (float rounding of fixed values)
 _FIXED_TOL = 1e-9
 
@@ -121,8 +136,14 @@ class HLMRF:
 
     @staticmethod
     def _empty(flag_dtype):
-        return (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0),
-                np.zeros(0, flag_dtype))
+        return (
+            np.zeros(1, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros(0, flag_dtype),
+        )
 
     # ------------------------------------------------------------------ building
     @property
@@ -140,8 +161,9 @@ class HLMRF:
         """Number of constraints."""
         return self._n_con
 
-    def add_potential(self, variables, coefficients, constant: float = 0.0, weight: float = 1.0,
-                      squared: bool = False) -> int:
+    def add_potential(
+        self, variables, coefficients, constant: float = 0.0, weight: float = 1.0, squared: bool = False
+    ) -> int:
         """Add the potential ``weight * max(coefficients · x[variables] + constant, 0) ** p``.
 
         Parameters
@@ -167,8 +189,16 @@ class HLMRF:
             raise ValueError(f"`weight` must be >= 0; got {weight}.")
         if not isinstance(squared, (bool, np.bool_)):
             raise TypeError(f"`squared` must be a bool (p = 2 if True, p = 1 if False); got {squared!r}.")
-        self._pot_blocks.append((np.array([0, variables.size]), variables, coefficients, np.array([constant]),
-                                 np.array([weight]), np.array([bool(squared)])))
+        self._pot_blocks.append(
+            (
+                np.array([0, variables.size]),
+                variables,
+                coefficients,
+                np.array([constant]),
+                np.array([weight]),
+                np.array([bool(squared)]),
+            )
+        )
         self._n_pot += 1
         self._compiled = None
         return self._n_pot - 1
@@ -191,8 +221,14 @@ class HLMRF:
         variables, coefficients = self._check_row(variables, coefficients)
         constant = check_finite(constant, "constant")
         check_choice(sense, "sense", SENSES)
-        block = (np.array([0, variables.size]), variables, coefficients, np.array([constant]),
-                 np.zeros(1), np.array([SENSES.index(sense)], dtype=np.int8))
+        block = (
+            np.array([0, variables.size]),
+            variables,
+            coefficients,
+            np.array([constant]),
+            np.zeros(1),
+            np.array([SENSES.index(sense)], dtype=np.int8),
+        )
         self._check_fixed_block(block, "constant")
         self._con_blocks.append(block)
         self._n_con += 1
@@ -433,8 +469,12 @@ class HLMRF:
         sign = np.concatenate([np.ones(m), sense_sign])
         coef = coef * sign[rows]
         const = const * sign
-        kind = np.concatenate([np.where(psq, _kernels.KIND_SQUARED, _kernels.KIND_HINGE),
-                               np.where(csense == 1, _kernels.KIND_EQ, _kernels.KIND_LEQ)]).astype(np.int8)
+        kind = np.concatenate(
+            [
+                np.where(psq, _kernels.KIND_SQUARED, _kernels.KIND_HINGE),
+                np.where(csense == 1, _kernels.KIND_EQ, _kernels.KIND_LEQ),
+            ]
+        ).astype(np.int8)
         weight = np.concatenate([pw, np.zeros(r)])
         fixed = self._fixed_mask[idx]
         x_fixed = np.where(self._fixed_mask, self._fixed_val, 0.0)
@@ -458,8 +498,16 @@ class HLMRF:
         renum = np.full(self._n, -1, dtype=np.int64)
         renum[free] = np.arange(free.size)
         self._compiled = _Compiled(
-            free=free, indptr=indptr, idx=renum[idx], coef=np.ascontiguousarray(coef), const=const[keep_t],
-            weight=weight[keep_t], kind=kind[keep_t], n_potentials=n_pot, offset=offset, x_fixed=x_fixed,
+            free=free,
+            indptr=indptr,
+            idx=renum[idx],
+            coef=np.ascontiguousarray(coef),
+            const=const[keep_t],
+            weight=weight[keep_t],
+            kind=kind[keep_t],
+            n_potentials=n_pot,
+            offset=offset,
+            x_fixed=x_fixed,
         )
         return self._compiled
 
@@ -478,12 +526,23 @@ class HLMRF:
         fv, fx = self.fixed
         with open(os.fspath(path), "wb") as fh:
             np.savez(
-                fh, format=np.array(FILE_FORMAT), version=np.array(FILE_VERSION), n_variables=np.array(self._n),
-                pot_indptr=p["indptr"], pot_variables=p["variables"], pot_coefficients=p["coefficients"],
-                pot_constants=p["constants"], pot_weights=p["weights"],
+                fh,
+                format=np.array(FILE_FORMAT),
+                version=np.array(FILE_VERSION),
+                n_variables=np.array(self._n),
+                pot_indptr=p["indptr"],
+                pot_variables=p["variables"],
+                pot_coefficients=p["coefficients"],
+                pot_constants=p["constants"],
+                pot_weights=p["weights"],
                 pot_power=np.where(p["squared"], 2, 1).astype(np.int8),
-                con_indptr=c["indptr"], con_variables=c["variables"], con_coefficients=c["coefficients"],
-                con_constants=c["constants"], con_senses=c["senses"], fixed_variables=fv, fixed_values=fx,
+                con_indptr=c["indptr"],
+                con_variables=c["variables"],
+                con_coefficients=c["coefficients"],
+                con_constants=c["constants"],
+                con_senses=c["senses"],
+                fixed_variables=fv,
+                fixed_values=fx,
             )
 
     @classmethod
@@ -507,23 +566,35 @@ class HLMRF:
             bad = (power != 1) & (power != 2)
             if np.any(bad):
                 raise ValueError(f"`power` must contain only 1 or 2; got {int(power[bad][0])}.")
-            model.add_potentials(data["pot_indptr"], data["pot_variables"], data["pot_coefficients"],
-                                 data["pot_constants"], data["pot_weights"], power == 2)
+            model.add_potentials(
+                data["pot_indptr"],
+                data["pot_variables"],
+                data["pot_coefficients"],
+                data["pot_constants"],
+                data["pot_weights"],
+                power == 2,
+            )
             senses = data["con_senses"]
             if np.any((senses < 0) | (senses > 2)):
                 raise ValueError("`senses` must contain only the codes 0, 1, 2.")
-            model.add_constraints(data["con_indptr"], data["con_variables"], data["con_coefficients"],
-                                  data["con_constants"], np.array(SENSES)[senses])
+            model.add_constraints(
+                data["con_indptr"],
+                data["con_variables"],
+                data["con_coefficients"],
+                data["con_constants"],
+                np.array(SENSES)[senses],
+            )
             if data["fixed_variables"].size:
                 model.fix(data["fixed_variables"], data["fixed_values"])
         return model
 
     def __repr__(self) -> str:
-        return (f"HLMRF(n_variables={self._n}, n_potentials={self._n_pot}, n_constraints={self._n_con}, "
-                f"n_fixed={int(self._fixed_mask.sum())})")
+        return (
+            f"HLMRF(n_variables={self._n}, n_potentials={self._n_pot}, n_constraints={self._n_con}, "
+            f"n_fixed={int(self._fixed_mask.sum())})"
+        )
 
 
 def _violation(values: np.ndarray, sense: np.ndarray) -> np.ndarray:
     """Violation of ``values (sense) 0`` for sense codes 0 (<=), 1 (==), 2 (>=)."""
-    return np.where(sense == 0, np.maximum(values, 0.0),
-                    np.where(sense == 1, np.abs(values), np.maximum(-values, 0.0)))
+    return np.where(sense == 0, np.maximum(values, 0.0), np.where(sense == 1, np.abs(values), np.maximum(-values, 0.0)))

@@ -55,8 +55,9 @@ def project_feasible(model: HLMRF, x) -> np.ndarray:
         if np.bincount(cidx, minlength=xf.size).max() <= 1:
             indptr = np.concatenate([[0], np.cumsum(lengths)])
             proj = np.empty(cidx.size)
-            _kernels.batch_local_updates(indptr, comp.coef[sel], comp.const[rows], comp.weight[rows],
-                                         comp.kind[rows], xf[cidx], 1.0, proj)
+            _kernels.batch_local_updates(
+                indptr, comp.coef[sel], comp.const[rows], comp.weight[rows], comp.kind[rows], xf[cidx], 1.0, proj
+            )
             xf[cidx] = proj
         else:
             xf = _l1_nearest(comp, rows, xf)
@@ -75,16 +76,25 @@ def _l1_nearest(comp, rows, xf):
     eq = rows[comp.kind[rows] == _kernels.KIND_EQ]
     eye = sp.identity(n, format="csr")
     # variables [x', u]: u >= x' - x, u >= x - x'
-    a_ub = sp.vstack([sp.hstack([eye, -eye]), sp.hstack([-eye, -eye]),
-                      sp.hstack([a[leq], sp.csr_matrix((leq.size, n))])], format="csr")
+    a_ub = sp.vstack(
+        [sp.hstack([eye, -eye]), sp.hstack([-eye, -eye]), sp.hstack([a[leq], sp.csr_matrix((leq.size, n))])],
+        format="csr",
+    )
     b_ub = np.concatenate([xf, -xf, -comp.const[leq]])
     a_eq = b_eq = None
     if eq.size:
         a_eq = sp.hstack([a[eq], sp.csr_matrix((eq.size, n))], format="csr")
         b_eq = -comp.const[eq]
     bounds = np.column_stack([np.zeros(2 * n), np.concatenate([np.ones(n), np.full(n, np.inf)])])
-    res = linprog(np.concatenate([np.zeros(n), np.ones(n)]), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
-                  bounds=bounds, method="highs")
+    res = linprog(
+        np.concatenate([np.zeros(n), np.ones(n)]),
+        A_ub=a_ub,
+        b_ub=b_ub,
+        A_eq=a_eq,
+        b_eq=b_eq,
+        bounds=bounds,
+        method="highs",
+    )
     if res.status == 2:
         raise ValueError("`model` is infeasible: its constraints admit no point in [0, 1]^n.")
     if res.status != 0:  # pragma: no cover - numerical trouble in HiGHS

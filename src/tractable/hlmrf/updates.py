@@ -119,9 +119,16 @@ def local_updates(kind, indptr, coefficients, constants, weights, d, *, rho: flo
     for k in set(kind):
         check_choice(k, "kind", KINDS)
     codes = np.array([KINDS.index(k) for k in kind], dtype=np.int8)
-    if (indptr.size < 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != coefficients.size
-            or d.size != coefficients.size or constants.size != n_terms or weights.size != n_terms
-            or codes.size != n_terms):
+    if (
+        indptr.size < 1
+        or indptr[0] != 0
+        or np.any(np.diff(indptr) < 0)
+        or indptr[-1] != coefficients.size
+        or d.size != coefficients.size
+        or constants.size != n_terms
+        or weights.size != n_terms
+        or codes.size != n_terms
+    ):
         raise ValueError("`indptr`, `coefficients`, `d`, `constants`, `weights` and `kind` have inconsistent sizes.")
     out = np.empty_like(d)
     _kernels.batch_local_updates(indptr, coefficients, constants, weights, codes, d, rho, out)

@@ -152,8 +152,9 @@ def read_uai(path) -> FactorGraph:
     for j in range(n_factors):
         arity = tok.int(f"the number of variables of factor {j}", maximum=n)
         start = tok.pos
-        scope = [tok.int(f"a variable index in 0..{n - 1} in the scope of factor {j}", maximum=n - 1)
-                 for _ in range(arity)]
+        scope = [
+            tok.int(f"a variable index in 0..{n - 1} in the scope of factor {j}", maximum=n - 1) for _ in range(arity)
+        ]
         if len(set(scope)) != len(scope):
             tok.pos = start
             raise tok.error(f"distinct variables in the scope of factor {j}", got=f"{scope}")
@@ -236,8 +237,7 @@ def read_evidence(path, fg: FactorGraph | None = None) -> dict[int, int]:
     evidence: dict[int, int] = {}
     for _ in range(k):
         n = fg.n_variables if fg is not None else None
-        v = tok.int(f"a variable index{'' if n is None else f' in 0..{n - 1}'}",
-                    maximum=None if n is None else n - 1)
+        v = tok.int(f"a variable index{'' if n is None else f' in 0..{n - 1}'}", maximum=None if n is None else n - 1)
         hi = None if fg is None else int(getattr(fg, "uai_cardinalities", fg.cardinalities)[v]) - 1
         s = tok.int(f"a state of variable {v}{'' if hi is None else f' in 0..{hi}'}", maximum=hi)
         if v in evidence and evidence[v] != s:
