@@ -1,0 +1,212 @@
+"""The message handlers of the built-in factor types: dense tables and cardinality factors.
+
+:class:`TableMessages` batches all table factors of the same shape into one array operation per
+variable position. :class:`CardinalityMessages` computes *all* outgoing messages of a cardinality
+factor over ``D`` binary variables together: sum-product by the convolution tree of
+:mod:`tractable.cardinality` (O(D log^2 D)), or, when few counts are allowed (``f`` finite on at most
+``kmax + 1`` counts near 0 or near ``D``), by the log-space chain in O(D kmax), which is faster there;
+max-product by sorting, O(D log D).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import ZeroPartitionError
+from .._logspace import logsumexp
+from ..cardinality._convolve import DEFAULT_CROSSOVER
+from ..cardinality._tree import NO_CONFIGURATION
+from ..cardinality.convolution_tree import _log_partition_core, _marginals_core
+from ..factorgraph import CardinalityFactor, TableFactor
+from . import _kernels
+from ._registry import FactorMessages, register
+
+__all__ = ["CardinalityMessages", "TableMessages"]
+
+#: a cardinality factor runs the chain when D * (kmax + 1) is at most this; the convolution tree otherwise
+CHAIN_MAX_CELLS = 8192
+
+
+def _no_mass(where: str) -> ZeroPartitionError:
+    return ZeroPartitionError(f"{NO_CONFIGURATION}: {where} gives every configuration zero mass.")
+
+
+# --------------------------------------------------------------------------- table factors
+@dataclass(frozen=True)
+class _TableGroup:
+    tables: np.ndarray  # (F, c_1, ..., c_k)
+    edges: tuple  # k arrays of shape (F,)
+
+
+class TableMessages(FactorMessages):
+    """Dense log-potential tables, batched over the factors of one shape."""
+
+    def compile(self, factors, edges, cardinalities):
+        by_shape: dict = {}
+        for fac, e in zip(factors, edges):
+            by_shape.setdefault(fac.log_table.shape, []).append((fac.log_table, e))
+        groups = []
+        for items in by_shape.values():
+            tables = np.stack([t for t, _ in items])
+            ed = np.stack([e for _, e in items])  # (F, k)
+            groups.append(_TableGroup(tables, tuple(ed[:, j].copy() for j in range(ed.shape[1]))))
+        return tuple(groups)
+
+    @staticmethod
+    def _incoming(g: _TableGroup, incoming: np.ndarray, skip: int = -1) -> np.ndarray:
+        x = g.tables
+        k = len(g.edges)
+        for j in range(k):
+            if j == skip:
+                continue
+            c = x.shape[j + 1]
+            shape = [x.shape[0]] + [1] * k
+            shape[j + 1] = c
+            x = x + incoming[g.edges[j], :c].reshape(shape)
+        return x
+
+    def messages(self, compiled, incoming, out, kind):
+        for g in compiled:
+            k = len(g.edges)
+            for j in range(k):
+                x = self._incoming(g, incoming, skip=j)
+                axes = tuple(i + 1 for i in range(k) if i != j)
+                if kind == "sum":
+                    m = logsumexp(x, axis=axes) if axes else x
+                else:
+                    m = np.max(x, axis=axes) if axes else x
+                out[g.edges[j], : m.shape[1]] = m
+
+    def log_partition(self, compiled, incoming):
+        total = 0.0
+        for g in compiled:
+            x = self._incoming(g, incoming)
+            z = logsumexp(x.reshape(x.shape[0], -1), axis=1)
+            if np.any(z == -np.inf):
+                raise _no_mass("a table factor with its incoming messages")
+            total += float(z.sum())
+        return total
+
+
+# --------------------------------------------------------------------------- cardinality factors
+@dataclass(frozen=True)
+class _CardinalityGroup:
+    # all factors (max-product kernel)
+    indptr: np.ndarray
+    edges: np.ndarray
+    f_ptr: np.ndarray
+    f: np.ndarray
+    # the chain subset
+    chain: tuple  # (indptr, edges, f_ptr, f, kmax, flip)
+    # the convolution-tree subset: (edges, f) per factor
+    tree: tuple
+
+
+def _flat(edge_lists, f_lists):
+    indptr = np.zeros(len(edge_lists) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(e) for e in edge_lists])
+    f_ptr = np.zeros(len(f_lists) + 1, dtype=np.int64)
+    f_ptr[1:] = np.cumsum([len(f) for f in f_lists])
+    edges = np.concatenate(edge_lists).astype(np.int64) if edge_lists else np.zeros(0, np.int64)
+    f = np.concatenate(f_lists).astype(np.float64) if f_lists else np.zeros(0)
+    return indptr, edges, f_ptr, f
+
+
+class CardinalityMessages(FactorMessages):
+    """Cardinality factors ``f(sum_i y_i)`` over binary variables."""
+
+    def compile(self, factors, edges, cardinalities):
+        chain_e, chain_f, kmax, flip, tree = [], [], [], [], []
+        for fac, e in zip(factors, edges):
+            f = fac.log_potentials
+            d = f.shape[0] - 1
+            finite = np.flatnonzero(f > -np.inf)
+            lo, hi = int(finite[0]), int(finite[-1])
+            fl = d - lo < hi
+            km = d - lo if fl else hi
+            if d * (km + 1) <= CHAIN_MAX_CELLS:
+                chain_e.append(e)
+                chain_f.append(f)
+                kmax.append(km)
+                flip.append(fl)
+            else:
+                tree.append((np.asarray(e, dtype=np.int64), f))
+        all_ptr, all_edges, all_fptr, all_f = _flat(list(edges), [fac.log_potentials for fac in factors])
+        chain = (*_flat(chain_e, chain_f), np.asarray(kmax, dtype=np.int64), np.asarray(flip, dtype=np.bool_))
+        return _CardinalityGroup(all_ptr, all_edges, all_fptr, all_f, chain, tuple(tree))
+
+    def messages(self, compiled, incoming, out, kind):
+        if kind == "max":
+            _kernels.sort_max_messages(compiled.indptr, compiled.edges, compiled.f_ptr, compiled.f, incoming, out)
+            return
+        self._chain(compiled, incoming, out)
+        for e, f in compiled.tree:
+            _tree_messages(e, f, incoming, out)
+
+    @staticmethod
+    def _chain(compiled, incoming, out) -> np.ndarray:
+        indptr, edges, f_ptr, f, kmax, flip = compiled.chain
+        logz = np.empty(indptr.shape[0] - 1)
+        if logz.shape[0]:
+            _kernels.chain_sum_messages(indptr, edges, f_ptr, f, kmax, flip, incoming, out, logz)
+            if np.any(logz == -np.inf):
+                raise _no_mass("a cardinality factor with its incoming messages")
+        return logz
+
+    def log_partition(self, compiled, incoming):
+        scratch = np.full_like(incoming, -np.inf)
+        total = float(self._chain(compiled, incoming, scratch).sum())
+        for e, f in compiled.tree:
+            w0, w1 = incoming[e, 0], incoming[e, 1]
+            theta = _theta(w0, w1)
+            try:
+                lz = _log_partition_core(theta, f, "auto", DEFAULT_CROSSOVER)
+            except ValueError as err:
+                raise _no_mass("a cardinality factor with its incoming messages") from err
+            # the core drops each free variable's w0 and each clamped variable's weight: add them back
+            total += lz + float(np.where(w0 == -np.inf, w1, w0).sum())
+        return total
+
+
+def _theta(w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+    """``w1 - w0`` with ``+inf`` where state 0 is forbidden and ``-inf`` where state 1 is."""
+    with np.errstate(invalid="ignore"):
+        theta = w1 - w0
+    return theta
+
+
+def _tree_messages(e: np.ndarray, f: np.ndarray, incoming: np.ndarray, out: np.ndarray) -> None:
+    """All messages of one cardinality factor by the convolution tree (sum-product)."""
+    w0, w1 = incoming[e, 0], incoming[e, 1]
+    theta = _theta(w0, w1)
+    try:
+        log_odds, _, _, _ = _marginals_core(theta, f, "auto", DEFAULT_CROSSOVER)
+    except ValueError as err:
+        raise _no_mass("a cardinality factor with its incoming messages") from err
+    on, off = np.isposinf(theta), np.isneginf(theta)
+    free = ~(on | off)
+    lo, th = log_odds[free], theta[free]
+    forced_on = np.isposinf(lo)  # the factor forbids y = 0 for this variable (log_odds = -inf is fine as it is)
+    out[e[free], 0] = np.where(forced_on, -np.inf, 0.0)
+    out[e[free], 1] = np.where(forced_on, 0.0, lo - th)
+    # a clamped variable's message is the partition function of the others with the count shifted
+    # (the same for all variables clamped the same way): m(y) = log sum over the others of f(y + their count)
+    for mask in (on, off):
+        if not mask.any():
+            continue
+        rest = np.delete(theta, int(np.flatnonzero(mask)[0]))
+        m = np.empty(2)
+        for y in (0, 1):
+            g = f[y : y + rest.shape[0] + 1]
+            try:
+                m[y] = _log_partition_core(rest, g, "auto", DEFAULT_CROSSOVER)
+            except ValueError:
+                m[y] = -np.inf
+        out[e[mask], 0] = m[0]
+        out[e[mask], 1] = m[1]
+
+
+register(TableFactor, TableMessages())
+register(CardinalityFactor, CardinalityMessages())

@@ -1,0 +1,49 @@
+"""Result of belief propagation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BPResult"]
+
+
+@dataclass(frozen=True)
+class BPResult:
+    """Beliefs, Bethe estimate of ``log Z`` and a decoded assignment from belief propagation.
+
+    Attributes
+    ----------
+    marginals : ndarray of shape (n, k), or tuple of ndarray
+        ``marginals[i]`` is variable ``i``'s belief, shape ``(card_i,)``, summing to 1 (read-only):
+        the sum-product marginal estimate, or for ``kind="max"`` the max-marginals
+        ``max_{y: y_i = s} p(y)``, rescaled to sum to 1. ``(n, 2)`` for binary models.
+    log_partition : float
+        Sum-product: the Bethe approximation of ``log Z`` (exact on trees). NaN for max-product.
+    assignment : ndarray of shape (n,), int64
+        The most likely state of every variable under its belief (max-product: the MAP on a tree
+        without ties).
+    score : float
+        ``fg.score(assignment)`` (``-inf`` if the decoded states violate a hard constraint).
+    kind : str
+        ``"sum"`` or ``"max"``.
+    max_residual : float
+        Largest change of a factor-to-variable message (as probabilities) in the last iteration.
+    time, method, converged, n_iter, status, message
+        As in every result: ``method`` is ``"loopy"``; ``status`` is ``"converged"``,
+        ``"max_iter_reached"`` or ``"time_limit_reached"``.
+    """
+
+    marginals: np.ndarray | tuple
+    log_partition: float
+    assignment: np.ndarray
+    score: float
+    kind: str
+    max_residual: float
+    time: float
+    method: str
+    converged: bool
+    n_iter: int
+    status: str
+    message: str
