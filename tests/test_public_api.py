@@ -13,6 +13,7 @@ PUBLIC = {
         "CardinalityFactor", "ConvergenceWarning", "Factor", "FactorGraph", "MAPResult", "MarginalsResult",
         "ModelError", "TableFactor", "ZeroPartitionError", "__version__",
     ],
+    "tractable.bp": ["BPResult", "FactorMessages", "HANDLERS", "loopy", "register"],
     "tractable.exact": [
         "DEFAULT_ENUMERATE_BELOW", "DEFAULT_MAX_STATES", "DEFAULT_MAX_TABLE_SIZE", "METHODS", "ZeroPartitionError",
         "elimination_order", "enumerate_map", "enumerate_marginals", "infer", "variable_elimination",

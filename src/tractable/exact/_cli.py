@@ -1,4 +1,9 @@
-"""``tractable solve``: exact inference on a UAI model file, result in the UAI output format."""
+"""``tractable solve``: inference on a UAI model file, result in the UAI output format.
+
+Exact by default (enumeration or variable elimination); ``--method lbp`` runs loopy belief
+propagation (:func:`tractable.bp.loopy`: sum-product for MAR and PR, where PR is the Bethe estimate,
+max-product for MAP) on the model conditioned on the evidence.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,9 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser(
         "solve",
-        help="exact marginals (MAR), MAP or log partition function (PR) of a .uai model",
-        description="Solve a UAI-format model exactly and print the result in the UAI output format.",
+        help="marginals (MAR), MAP or log partition function (PR) of a .uai model",
+        description="Solve a UAI-format model (exactly, or by loopy BP with --method lbp) and print the result "
+        "in the UAI output format.",
     )
     p.add_argument("model", help="model file in the UAI format (MARKOV or BAYES)")
     p.add_argument("--evid", metavar="FILE", help="evidence file (.evid)")
@@ -27,9 +33,13 @@ def register(subparsers) -> None:
     p.add_argument(
         "--method",
         default="auto",
-        choices=["auto", *METHODS],
-        help="auto: enumeration for small models, variable elimination otherwise (default)",
+        choices=["auto", *METHODS, "lbp"],
+        help="auto: enumeration for small models, variable elimination otherwise (default); "
+        "lbp: loopy belief propagation (approximate on graphs with cycles)",
     )
+    p.add_argument("--max-iter", type=int, default=None, metavar="N", help="lbp: iteration budget (default 500)")
+    p.add_argument("--tol", type=float, default=None, help="lbp: message change at convergence (default 1e-8)")
+    p.add_argument("--damping", type=float, default=None, help="lbp: damping in [0, 1) (default 0)")
     p.add_argument(
         "--max-table-size",
         type=int,
@@ -41,14 +51,62 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
+def _lbp(fg, task: str, evidence: dict, args):
+    """Loopy BP on ``fg`` given ``evidence``; results over all variables (observed ones included)."""
+    import numpy as np
+
+    from .._results import MAPResult, MarginalsResult, frozen_array, frozen_marginals
+    from ..bp import loopy
+
+    if args.max_table_size is not None:
+        raise ValueError("`--max-table-size` applies to the exact methods only; got --method lbp.")
+    options = {
+        k: v for k, v in (("max_iter", args.max_iter), ("tol", args.tol), ("damping", args.damping)) if v is not None
+    }
+    sub = fg.condition(evidence) if evidence else fg
+    res = loopy(sub, "max" if task == "MAP" else "sum", progress=sys.stderr.isatty(), **options)
+    kept = sub.kept_variables
+    if task == "MAP":
+        assignment = np.zeros(fg.n_variables, dtype=np.int64)
+        assignment[kept] = res.assignment
+        for v, s in evidence.items():
+            assignment[v] = s
+        return MAPResult(frozen_array(assignment), float(fg.score(assignment)), res.time, "lbp", res.converged,
+                         res.n_iter, res.status, res.message)  # fmt: skip
+    marginals = [None] * fg.n_variables
+    for i, v in enumerate(kept):
+        marginals[v] = res.marginals[i]
+    for v, s in evidence.items():
+        marginals[v] = np.eye(int(fg.cardinalities[v]))[s]
+    return MarginalsResult(frozen_marginals(marginals), res.log_partition, res.time, "lbp", res.converged,
+                           res.n_iter, res.status, res.message)  # fmt: skip
+
+
 def _run(args) -> int:
     from ..io.uai import read_evidence, read_uai, write_map, write_mar, write_pr
     from . import infer
 
     fg = read_uai(args.model)
     evidence = read_evidence(args.evid, fg) if args.evid else {}
-    kwargs = {"method": args.method, "evidence": evidence, "max_table_size": args.max_table_size}
     out = args.output or sys.stdout
+    if args.method == "lbp":
+        res = _lbp(fg, args.task, evidence, args)
+        if args.task == "MAP":
+            write_map(out, res.assignment)
+        elif args.task == "MAR":
+            write_mar(out, res.marginals, fg)
+        else:
+            write_pr(out, res.log_partition)
+        if args.output:
+            print(f"wrote {args.task} result to {args.output} (lbp, {res.message})", file=sys.stderr)
+        return 0
+    lbp_only = {"max_iter": args.max_iter, "tol": args.tol, "damping": args.damping}
+    given = [k for k, v in lbp_only.items() if v is not None]
+    if given:
+        raise ValueError(
+            f"`--{given[0].replace('_', '-')}` applies to `--method lbp` only; got --method {args.method}."
+        )
+    kwargs = {"method": args.method, "evidence": evidence, "max_table_size": args.max_table_size}
     if args.task == "MAP":
         res = infer(fg, "map", **kwargs)
         write_map(out, res.assignment)
