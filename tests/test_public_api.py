@@ -36,7 +36,7 @@ PUBLIC = {
         "write_mar", "write_pr", "write_uai",
     ],
     "tractable.datasets": [
-        "CLIQUE_KINDS", "clique_benchmark", "grid_factor_graph", "opinion_diffusion", "random_factor_graph",
+        "BipartiteMatching", "CLIQUE_KINDS", "bipartite_matching", "clique_benchmark", "grid_factor_graph", "opinion_diffusion", "random_factor_graph",
     ],
 }  # fmt: skip
 

@@ -6,8 +6,17 @@ submodule of the same name exists (``tractable.datasets.clique_benchmark`` as an
 otherwise become the module once the submodule is imported).
 """
 
+from .bipartite_matching import BipartiteMatching, bipartite_matching
 from .clique_benchmark import CLIQUE_KINDS, clique_benchmark
 from .factor_graphs import grid_factor_graph, random_factor_graph
 from .opinion_diffusion import opinion_diffusion
 
-__all__ = ["CLIQUE_KINDS", "clique_benchmark", "grid_factor_graph", "opinion_diffusion", "random_factor_graph"]
+__all__ = [
+    "BipartiteMatching",
+    "CLIQUE_KINDS",
+    "bipartite_matching",
+    "clique_benchmark",
+    "grid_factor_graph",
+    "opinion_diffusion",
+    "random_factor_graph",
+]
