@@ -11,7 +11,7 @@ import pytest
 PUBLIC = {
     "tractable": [
         "CardinalityFactor", "ConvergenceWarning", "Factor", "FactorGraph", "MAPResult", "MarginalsResult",
-        "ModelError", "TableFactor", "ZeroPartitionError", "__version__",
+        "ModelError", "RecursiveCardinalityFactor", "TableFactor", "ZeroPartitionError", "__version__",
     ],
     "tractable.bp": ["BPResult", "FactorMessages", "HANDLERS", "loopy", "register"],
     "tractable.exact": [
@@ -36,7 +36,8 @@ PUBLIC = {
         "write_mar", "write_pr", "write_uai",
     ],
     "tractable.datasets": [
-        "BipartiteMatching", "CLIQUE_KINDS", "bipartite_matching", "clique_benchmark", "grid_factor_graph", "opinion_diffusion", "random_factor_graph",
+        "BipartiteMatching", "CLIQUE_KINDS", "bipartite_matching", "clique_benchmark", "grid_factor_graph",
+        "opinion_diffusion", "random_factor_graph",
     ],
 }  # fmt: skip
 

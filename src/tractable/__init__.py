@@ -6,7 +6,7 @@ Model objects live at the top level; algorithm families are subpackages (``tract
 
 from ._errors import ModelError, ZeroPartitionError
 from ._results import ConvergenceWarning, MAPResult, MarginalsResult
-from .factorgraph import CardinalityFactor, Factor, FactorGraph, TableFactor
+from .factorgraph import CardinalityFactor, Factor, FactorGraph, RecursiveCardinalityFactor, TableFactor
 
 __version__ = "0.1.0"
 
@@ -18,6 +18,7 @@ __all__ = [
     "MAPResult",
     "MarginalsResult",
     "ModelError",
+    "RecursiveCardinalityFactor",
     "TableFactor",
     "ZeroPartitionError",
     "__version__",

@@ -31,7 +31,7 @@ from .._results import (
 )
 from .._validate import check_choice, check_int, check_positive, check_rng
 from ..factorgraph import FactorGraph
-from . import _messages  # noqa: F401  (registers the built-in factor types)
+from . import _messages, _recursive  # noqa: F401  (register the built-in factor types)
 from ._result import BPResult
 from ._wiring import Wiring, compile_graph
 
@@ -200,6 +200,8 @@ def loopy(
     max_iter, tol, damping, time_limit = _validate(fg, kind, max_iter, tol, damping, schedule, time_limit)
     gen = check_rng(rng)
     wiring = compile_graph(fg, per_factor=schedule == "sequential")
+    if wiring.constant == -np.inf:
+        raise ZeroPartitionError("no configuration has non-zero probability: the graph's constant is -inf.")
     n_edges = wiring.edge_var.shape[0]
     nu = np.where(wiring.pad, -np.inf, 0.0) if n_edges else np.zeros((0, wiring.width))
     nu = _normalize(nu, kind)
