@@ -14,6 +14,7 @@ PUBLIC = {
         "ModelError", "RecursiveCardinalityFactor", "TableFactor", "ZeroPartitionError", "__version__",
     ],
     "tractable.bp": ["BPResult", "FactorMessages", "HANDLERS", "loopy", "register"],
+    "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
     "tractable.exact": [
         "DEFAULT_ENUMERATE_BELOW", "DEFAULT_MAX_STATES", "DEFAULT_MAX_TABLE_SIZE", "METHODS", "ZeroPartitionError",
         "elimination_order", "enumerate_map", "enumerate_marginals", "infer", "variable_elimination",

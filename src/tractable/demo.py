@@ -19,6 +19,7 @@ DEMOS: list[tuple[str, str]] = [
     ("cardinality", "tractable.cardinality._demo:demo_rows"),
     ("HL-MRF", "tractable.hlmrf._demo:demo_rows"),
     ("belief propagation", "tractable.bp._demo:demo_rows"),
+    ("sampling", "tractable.sampling._demo:demo_rows"),
 ]
 
 

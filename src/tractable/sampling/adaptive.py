@@ -1,0 +1,202 @@
+"""Maximum-marginal prediction by adaptive Gibbs sampling with dynamic factor-graph pruning (Lampert 2012).
+
+Each variable's decision ``z_i = [mu_i > 1/2]`` gets a posterior from its own samples: with ``m`` ones
+in ``N`` samples and a uniform prior on ``mu_i``, ``P(z_i = 0 | S) = I_{1/2}(m + 1, N - m + 1)`` (Eq. 3,
+the regularized incomplete beta function); Gibbs samples are dependent, so ``N`` is replaced by the
+lag-1 effective sample size ``N' = N (1 - r) / (1 + r)`` and ``m`` by ``mu N'`` (Eq. 5). As soon as a
+decision is ``epsilon``-confident the variable leaves the sampler and its factors are replaced by
+their expectation under ``Bernoulli(mu_i)`` (Eq. 6-8, :func:`tractable.sampling.prune`), so later
+sweeps touch ever fewer variables and factors. The whole loop — sweep, posterior update, pruning —
+runs in one compiled kernel (:func:`tractable.sampling._kernels.adaptive_sweeps`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .._random import streams
+from .._results import (
+    CONVERGED,
+    MAX_ITER_REACHED,
+    TIME_LIMIT_REACHED,
+    frozen_array,
+    stop_message,
+    warn_stopped,
+)
+from .._validate import check_int, check_positive, check_rng
+from . import _kernels
+from ._result import MMPResult
+from ._wiring import check_binary, compile_binary
+from .gibbs import initial_state
+
+__all__ = ["adaptive_mmp"]
+
+_CHUNK_UPDATES = 1_000_000
+
+
+def _check_epsilon(epsilon) -> float:
+    eps = check_positive(epsilon, "epsilon")
+    if not eps < 0.5:
+        raise ValueError(f"`epsilon` must be in (0, 0.5); got {epsilon}.")
+    return float(eps)
+
+
+def adaptive_mmp(
+    fg,
+    *,
+    epsilon: float = 1e-5,
+    max_sweeps: int = 500,
+    burn_in: int = 10,
+    n0: int = 20,
+    rng=None,
+    init=None,
+    time_limit: float | None = None,
+    progress: bool = False,
+) -> MMPResult:
+    """Maximum-marginal decisions of a binary factor graph by adaptive Gibbs sampling (Lampert 2012).
+
+    Parameters
+    ----------
+    fg : FactorGraph
+        Binary variables; table factors of any arity and cardinality factors (as :func:`gibbs`).
+        Scores, not energies: Lampert's ``p ∝ exp(-E)`` is ``p ∝ exp(score)`` with ``score = -E``.
+    epsilon : float in (0, 0.5), default 1e-5
+        A decision is final once its posterior probability of being wrong is at most ``epsilon``.
+    max_sweeps : int, default 500
+        Sweeps after burn-in (each updates every still-uncertain variable once).
+    burn_in : int, default 10
+        Sweeps over all variables before samples are counted.
+    n0 : int, default 20
+        Samples a variable needs before its decision may become final (the first estimate of the
+        autocorrelation, Sec. 2.1).
+    rng : None, int or numpy.random.Generator
+        The same seed gives the same result.
+    init : array_like of shape (n,), optional
+        A feasible starting state (default as :func:`gibbs`).
+    time_limit : float, optional
+        Seconds after which sampling stops (``status="time_limit_reached"``).
+    progress : bool, default False
+        Show a tqdm progress bar with the number of variables still sampled.
+
+    Returns
+    -------
+    MMPResult
+        ``decisions`` (n,) uint8, ``marginals`` (n, 2), ``confidence``, ``samples_per_variable``,
+        ``n_sweeps``, ``n_updates``, ``n_factor_evaluations``, ``active_history``,
+        ``factor_history``, ``converged`` (every decision final), ``time``, ``status``.
+
+    Raises
+    ------
+    ValueError
+        Non-binary variables, ``epsilon`` outside (0, 0.5), ``max_sweeps < 1``, no feasible start.
+
+    Notes
+    -----
+    The lag-1 autocorrelation is clipped to ``[0, 1)`` (a negative estimate would claim more
+    effective samples than samples) and taken as 0 while a variable's samples are all equal. The
+    pruning uses the variable's sample mean at that moment as ``mu``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tractable import FactorGraph, TableFactor
+    >>> from tractable.sampling import adaptive_mmp
+    >>> fg = FactorGraph([2, 2, 2])
+    >>> for v, t in enumerate([2.0, -2.0, 0.5]):
+    ...     _ = fg.add_factor(TableFactor([v], [0.0, t]))
+    >>> _ = fg.add_factor(TableFactor([1, 2], [[0.0, 0.0], [0.0, 1.0]]))
+    >>> res = adaptive_mmp(fg, epsilon=1e-3, rng=0)
+    >>> res.decisions.tolist(), res.converged
+    ([1, 0, 1], True)
+    """
+    t0 = time.perf_counter()
+    check_binary(fg)
+    eps = _check_epsilon(epsilon)
+    max_sweeps = check_int(max_sweeps, "max_sweeps", minimum=1)
+    burn_in = check_int(burn_in, "burn_in", minimum=0)
+    n0 = check_int(n0, "n0", minimum=1)
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    gen = check_rng(rng)
+    w = compile_binary(fg)
+    x = initial_state(fg, w, init)
+    n = w.n
+    state = streams(gen)
+    nb_end = w.nb_ptr[1:].copy()
+    p_sum = np.zeros(n)
+    evals = 0
+    if burn_in:
+        no_samples = np.zeros((0, n), dtype=np.uint8)
+        args = w.kernel_args()
+        args = (args[0], args[1], args[2], args[3], nb_end, *args[4:])
+        evals = _kernels.run_sweeps(burn_in, np.arange(n, dtype=np.int64), x, *args, state, p_sum, no_samples)
+    order = np.arange(n, dtype=np.int64)
+    active = np.ones(n, dtype=np.bool_)
+    ones = np.zeros(n, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    lag = np.zeros(n, dtype=np.int64)
+    first = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)
+    p0 = np.full(n, 0.5)
+    active_hist = np.zeros(max_sweeps, dtype=np.int64)
+    factor_hist = np.zeros(max_sweeps, dtype=np.int64)
+    fac_active = np.diff(w.g_ptr).astype(np.int64)
+    n_factors = n + w.nb_idx.shape[0] // 2 + fac_active.shape[0]
+    n_active, done, updates = n, 0, burn_in * n
+    status = MAX_ITER_REACHED
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_sweeps, desc="adaptive MMP", unit="sweep")
+    try:
+        while done < max_sweeps and n_active > 0:
+            k = min(max(1, _CHUNK_UPDATES // max(n_active, 1)), max_sweeps - done)
+            k_done, n_active, upd, ev, n_factors = _kernels.adaptive_sweeps(
+                k, eps, n0, order, n_active, x, active, w.field, w.forbid0, w.forbid1, w.nb_ptr, nb_end, w.nb_idx,
+                w.nb_w, w.g_kind, w.g_ptr, w.g_vars, w.g_tab_ptr, w.g_tab, w.vf_ptr, w.vf_fac, w.vf_pos, state,
+                p_sum, ones, count, lag, first, last, p0, active_hist, factor_hist, done, fac_active, n_factors,
+            )  # fmt: skip
+            done += k_done
+            updates += upd
+            evals += ev
+            if bar is not None:
+                bar.update(k_done)
+                bar.set_postfix(active=n_active)
+            if n_active > 0 and time_limit is not None and time.perf_counter() - t0 > time_limit:
+                status = TIME_LIMIT_REACHED
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    if n_active == 0:
+        status = CONVERGED
+    for i in order[:n_active]:  # still uncertain: their posterior at the end
+        if count[i] > 0:
+            p0[i] = _kernels.decision_tails(ones[i], count[i], lag[i], first[i], last[i])[0]
+    mu = np.where(count > 0, ones / np.maximum(count, 1), 0.5)
+    decisions = (p0 < 0.5).astype(np.uint8)
+    confidence = np.maximum(p0, 1.0 - p0)
+    detail = f"{n - n_active} of {n} decisions {eps:g}-confident after {done} sweeps"
+    msg = stop_message(status, "adaptive_mmp", done, detail)
+    if status != CONVERGED:
+        warn_stopped(msg)
+    return MMPResult(
+        decisions=frozen_array(decisions),
+        marginals=frozen_array(np.stack([1.0 - mu, mu], axis=1)),
+        confidence=frozen_array(confidence),
+        samples_per_variable=frozen_array(count),
+        n_sweeps=int(done),
+        n_updates=int(updates),
+        n_factor_evaluations=int(evals),
+        active_history=frozen_array(active_hist[:done]),
+        factor_history=frozen_array(factor_hist[:done]),
+        time=time.perf_counter() - t0,
+        method="adaptive_mmp",
+        converged=status == CONVERGED,
+        n_iter=int(done),
+        status=status,
+        message=msg,
+    )
