@@ -13,7 +13,10 @@ PUBLIC = {
         "CardinalityFactor", "ConvergenceWarning", "Factor", "FactorGraph", "MAPResult", "MarginalsResult",
         "ModelError", "RecursiveCardinalityFactor", "TableFactor", "ZeroPartitionError", "__version__",
     ],
-    "tractable.bp": ["BPResult", "FactorMessages", "HANDLERS", "loopy", "register"],
+    "tractable.bp": [
+        "BPResult", "FactorMessages", "HANDLERS", "TreeMarginals", "TreeMarginalsBatch", "loopy", "register",
+        "tree_map", "tree_marginals", "tree_marginals_batch",
+    ],
     "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
     "tractable.exact": [
         "DEFAULT_ENUMERATE_BELOW", "DEFAULT_MAX_STATES", "DEFAULT_MAX_TABLE_SIZE", "METHODS", "ZeroPartitionError",
