@@ -29,7 +29,7 @@ def _tiny_graph():
 
 def _results():
     """One result of every kind the library returns, keyed by a readable name."""
-    from tractable import cardinality, clique, exact, hlmrf
+    from tractable import bp, cardinality, clique, exact, hlmrf, sampling
     from tractable.datasets import opinion_diffusion
 
     fg = _tiny_graph()
@@ -49,6 +49,12 @@ def _results():
         ).marginals(),
         "hlmrf.solve": hlmrf.solve(opinion_diffusion(60, rng=0)),
         "hlmrf.solve(highs)": hlmrf.solve(opinion_diffusion(60, rng=0), method="highs"),
+        "bp.loopy": bp.loopy(fg),
+        "bp.loopy(max)": bp.loopy(fg, "max"),
+        "bp.tree_marginals": bp.tree_marginals(np.zeros((3, 2)), [[0, 1]], np.zeros((1, 2, 2))),
+        "bp.tree_map": bp.tree_map(np.zeros((3, 2)), [[0, 1]], np.zeros((1, 2, 2))),
+        "sampling.gibbs": sampling.gibbs(fg, 50, rng=0, return_samples=True),
+        "sampling.adaptive_mmp": sampling.adaptive_mmp(fg, rng=0),
     }
     for name in ["alpha_pass", "generalized_alpha_pass", "alpha_expansion", "icm", "exact_clique_map", "clique_map"]:
         out[f"clique.{name}"] = getattr(clique, name)(phi, clique.Potts(1.0))
