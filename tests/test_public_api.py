@@ -40,8 +40,9 @@ PUBLIC = {
         "write_mar", "write_pr", "write_uai",
     ],
     "tractable.datasets": [
-        "BipartiteMatching", "CLIQUE_KINDS", "bipartite_matching", "clique_benchmark", "grid_factor_graph",
-        "opinion_diffusion", "random_factor_graph",
+        "BipartiteMatching", "CLIQUE_KINDS", "Inpainting", "MultiLabelCRF", "YEAST_N_TRAIN", "bipartite_matching",
+        "clique_benchmark", "grid_factor_graph", "inpainting", "load_yeast", "opinion_diffusion", "random_factor_graph",
+        "yeast_split",
     ],
 }  # fmt: skip
 

@@ -9,14 +9,22 @@ otherwise become the module once the submodule is imported).
 from .bipartite_matching import BipartiteMatching, bipartite_matching
 from .clique_benchmark import CLIQUE_KINDS, clique_benchmark
 from .factor_graphs import grid_factor_graph, random_factor_graph
+from .inpainting import Inpainting, inpainting
 from .opinion_diffusion import opinion_diffusion
+from .yeast import YEAST_N_TRAIN, MultiLabelCRF, load_yeast, yeast_split
 
 __all__ = [
     "BipartiteMatching",
     "CLIQUE_KINDS",
+    "Inpainting",
+    "MultiLabelCRF",
+    "YEAST_N_TRAIN",
     "bipartite_matching",
     "clique_benchmark",
     "grid_factor_graph",
+    "inpainting",
+    "load_yeast",
     "opinion_diffusion",
     "random_factor_graph",
+    "yeast_split",
 ]

@@ -249,7 +249,7 @@ def decision_tails(ones, count, lag, first, last):
 def adaptive_sweeps(
     n_steps, epsilon, n0, order_buf, n_active, x, active, field, forbid0, forbid1, nb_ptr, nb_end, nb_idx, nb_w,
     g_kind, g_ptr, g_vars, g_tab_ptr, g_tab, vf_ptr, vf_fac, vf_pos, state, p_sum, ones, count, lag, first, last,
-    p0_out, active_hist, factor_hist, sweep0, fac_active, n_factors,
+    p0_out, next_check, active_hist, factor_hist, sweep0, fac_active, n_factors,
 ):  # fmt: skip
     """Up to ``n_steps`` adaptive sweeps (Lampert 2012, Sec. 2) over the ``n_active`` variables listed
     first in ``order_buf``: sample them, update each one's posterior of its decision (Eq. 5), and prune
@@ -286,10 +286,11 @@ def adaptive_sweeps(
             ones[i] += xi
             count[i] += 1
             confident = False
-            if count[i] >= n0:
+            if count[i] >= next_check[i]:
                 p0, p1 = decision_tails(ones[i], count[i], lag[i], first[i], last[i])
                 p0_out[i] = p0
                 confident = p0 <= epsilon or p1 <= epsilon
+                next_check[i] = count[i] + max(1, count[i] // 16)
             if not confident:
                 order_buf[kept] = i
                 kept += 1

@@ -24,6 +24,8 @@ class GibbsResult:
         Recorded sweeps and discarded sweeps before them.
     n_updates, n_factor_evaluations : int
         Single-variable updates and factor terms evaluated, burn-in included.
+    sampling_time : float
+        Seconds spent in the compiled sweeps (``time`` also counts compiling the graph into arrays).
     time, method, converged, n_iter, status, message
         As in every result; ``status`` is ``"completed"`` (all sweeps ran) or ``"time_limit_reached"``.
     """
@@ -34,6 +36,7 @@ class GibbsResult:
     burn_in: int
     n_updates: int
     n_factor_evaluations: int
+    sampling_time: float
     time: float
     method: str
     converged: bool
@@ -63,6 +66,8 @@ class MMPResult:
         Single-variable updates and factor terms evaluated, burn-in included.
     active_history, factor_history : ndarray of shape (n_sweeps,), int64
         Variables still sampled and factors still touching one of them, per sweep.
+    sampling_time : float
+        Seconds spent in the compiled sampling loop (``time`` also counts compiling the graph).
     time, method, converged, n_iter, status, message
         As in every result; ``converged`` is True when every decision is ``epsilon``-confident
         (``status="converged"``), otherwise ``"max_iter_reached"`` (``max_sweeps``) or
@@ -78,6 +83,7 @@ class MMPResult:
     n_factor_evaluations: int
     active_history: np.ndarray
     factor_history: np.ndarray
+    sampling_time: float
     time: float
     method: str
     converged: bool

@@ -65,59 +65,70 @@ def check_binary(fg, name: str = "fg") -> FactorGraph:
 def _csr(rows: np.ndarray, n: int, *cols):
     order = np.argsort(rows, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(ptr, rows + 1, 1)
-    return (np.cumsum(ptr), *(np.ascontiguousarray(c[order]) for c in cols))
+    ptr[1:] = np.cumsum(np.bincount(rows, minlength=n))
+    return (ptr, *(np.ascontiguousarray(c[order]) for c in cols))
 
 
 def compile_binary(fg: FactorGraph) -> Wiring:
-    """Compile a binary factor graph (checked by :func:`check_binary`)."""
+    """Compile a binary factor graph (checked by :func:`check_binary`).
+
+    One Python pass sorts the factors by kind; the fields, the coupling decomposition and the
+    finiteness checks then run as array operations over all unary and all pairwise tables at once.
+    """
     n = fg.n_variables
-    field = np.zeros(n)
-    forbid0 = np.zeros(n, dtype=bool)
-    forbid1 = np.zeros(n, dtype=bool)
-    pr, pc, pw = [], [], []
-    g_kind, g_scopes, g_tabs = [], [], []
+    u_vars, u_tabs, p_vars, p_tabs, general = [], [], [], [], []
     for fac in fg.factors:
-        v = np.asarray(fac.variables, dtype=np.int64)
         if isinstance(fac, TableFactor):
-            t = np.asarray(fac.log_table, dtype=np.float64)
-            if v.shape[0] == 0:
-                continue
-            if v.shape[0] == 1:
-                i = int(v[0])
-                if t[0] == -np.inf:
-                    forbid0[i] = True
-                if t[1] == -np.inf:
-                    forbid1[i] = True
-                if np.isfinite(t).all():
-                    field[i] += t[1] - t[0]
-                continue
-            if v.shape[0] == 2 and np.isfinite(t).all():
-                a, b = int(v[0]), int(v[1])
-                field[a] += t[1, 0] - t[0, 0]
-                field[b] += t[0, 1] - t[0, 0]
-                w = t[1, 1] - t[1, 0] - t[0, 1] + t[0, 0]
-                if w != 0.0:
-                    pr += [a, b]
-                    pc += [b, a]
-                    pw += [w, w]
-                continue
-            g_kind.append(KIND_TABLE)
-            g_scopes.append(v)
-            g_tabs.append(t.ravel())
+            k = fac.variables.shape[0]
+            if k == 1:
+                u_vars.append(fac.variables[0])
+                u_tabs.append(fac.log_table)
+            elif k == 2:
+                p_vars.append(fac.variables)
+                p_tabs.append(fac.log_table)
+            elif k > 2:
+                general.append((KIND_TABLE, fac.variables, fac.log_table.ravel()))
         elif isinstance(fac, CardinalityFactor):
-            g_kind.append(KIND_COUNT)
-            g_scopes.append(v)
-            g_tabs.append(np.asarray(fac.log_potentials, dtype=np.float64))
+            general.append((KIND_COUNT, fac.variables, fac.log_potentials))
         else:
             raise TypeError(
                 f"the Gibbs sampler handles TableFactor and CardinalityFactor; got a {type(fac).__name__} over "
-                f"variables {v.tolist()}."
+                f"variables {np.asarray(fac.variables).tolist()}."
             )
+    field = np.zeros(n)
+    forbid0 = np.zeros(n, dtype=bool)
+    forbid1 = np.zeros(n, dtype=bool)
+    if u_tabs:
+        uv = np.asarray(u_vars, dtype=np.int64)
+        ut = np.stack(u_tabs)
+        np.logical_or.at(forbid0, uv, np.isneginf(ut[:, 0]))
+        np.logical_or.at(forbid1, uv, np.isneginf(ut[:, 1]))
+        fin = np.isfinite(ut).all(axis=1)
+        np.add.at(field, uv[fin], ut[fin, 1] - ut[fin, 0])
     if np.any(forbid0 & forbid1):
         v = int(np.flatnonzero(forbid0 & forbid1)[0])
         raise ZeroPartitionError(f"no configuration has non-zero probability: variable {v} has both states forbidden.")
-    nb_ptr, nb_idx, nb_w = _csr(np.asarray(pr, dtype=np.int64), n, np.asarray(pc, np.int64), np.asarray(pw, float))
+    pr = pc = np.zeros(0, dtype=np.int64)
+    pw = np.zeros(0)
+    if p_tabs:
+        pv = np.stack(p_vars).astype(np.int64)
+        pt = np.stack(p_tabs)
+        fin = np.isfinite(pt).all(axis=(1, 2))
+        for i in np.flatnonzero(~fin):  # pairwise tables with -inf entries are general factors
+            general.append((KIND_TABLE, pv[i], pt[i].ravel()))
+        pv, pt = pv[fin], pt[fin]
+        np.add.at(field, pv[:, 0], pt[:, 1, 0] - pt[:, 0, 0])
+        np.add.at(field, pv[:, 1], pt[:, 0, 1] - pt[:, 0, 0])
+        w = pt[:, 1, 1] - pt[:, 1, 0] - pt[:, 0, 1] + pt[:, 0, 0]
+        keep = w != 0.0
+        pv, w = pv[keep], w[keep]
+        pr = np.r_[pv[:, 0], pv[:, 1]]
+        pc = np.r_[pv[:, 1], pv[:, 0]]
+        pw = np.r_[w, w]
+    nb_ptr, nb_idx, nb_w = _csr(pr, n, pc, pw)
+    g_kind = np.asarray([g[0] for g in general], dtype=np.int64)
+    g_scopes = [np.asarray(g[1], dtype=np.int64) for g in general]
+    g_tabs = [np.asarray(g[2], dtype=np.float64) for g in general]
     g_ptr = np.zeros(len(g_scopes) + 1, dtype=np.int64)
     g_ptr[1:] = np.cumsum([s.shape[0] for s in g_scopes])
     g_vars = np.concatenate(g_scopes) if g_scopes else np.zeros(0, np.int64)
@@ -128,6 +139,6 @@ def compile_binary(fg: FactorGraph) -> Wiring:
     pos = np.arange(g_vars.shape[0], dtype=np.int64) - g_ptr[fac_of]
     vf_ptr, vf_fac, vf_pos = _csr(g_vars, n, fac_of, pos)
     return Wiring(
-        n, field, forbid0, forbid1, nb_ptr, nb_idx, nb_w, np.asarray(g_kind, dtype=np.int64), g_ptr, g_vars,
-        g_tab_ptr, g_tab, vf_ptr, vf_fac, vf_pos,
+        n, field, forbid0, forbid1, nb_ptr, nb_idx, nb_w, g_kind, g_ptr, g_vars, g_tab_ptr, g_tab, vf_ptr, vf_fac,
+        vf_pos,
     )  # fmt: skip

@@ -15,7 +15,7 @@ from ._wiring import Wiring, check_binary, compile_binary
 
 __all__ = ["gibbs"]
 
-_CHUNK_UPDATES = 2_000_000  # sweeps run in chunks of about this many updates between time checks
+_CHUNK_SECONDS = 0.02  # sweeps run in chunks of about this long between time-limit checks
 
 
 def initial_state(fg, wiring: Wiring, init) -> np.ndarray:
@@ -139,10 +139,12 @@ def gibbs(
     args = (args[0], args[1], args[2], args[3], nb_end, *args[4:])
     scratch = np.zeros(n)
     no_samples = np.zeros((0, n), dtype=np.uint8)
+    t_sample = time.perf_counter()
     evals = _kernels.run_sweeps(burn_in, order, x, *args, state, scratch, no_samples) if burn_in else 0
+    sampling_time = time.perf_counter() - t_sample
     p_sum = np.zeros(n)
     samples = np.zeros((n_sweeps, n), dtype=np.uint8) if return_samples else no_samples
-    chunk = max(1, _CHUNK_UPDATES // max(n, 1))
+    chunk = max(1, 200_000 // max(n, 1))  # sweeps per kernel call (about 5 ms), then sized to _CHUNK_SECONDS
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -153,7 +155,11 @@ def gibbs(
         while done < n_sweeps:
             k = min(chunk, n_sweeps - done)
             rows = samples[done : done + k] if return_samples else no_samples
+            t_sample = time.perf_counter()
             evals += _kernels.run_sweeps(k, order, x, *args, state, p_sum, rows)
+            dt = time.perf_counter() - t_sample
+            sampling_time += dt
+            chunk = int(min(max(1, k * _CHUNK_SECONDS / max(dt, 1e-9)), 2 * chunk + 1))
             done += k
             if bar is not None:
                 bar.update(k)
@@ -174,6 +180,7 @@ def gibbs(
         burn_in=burn_in,
         n_updates=(burn_in + done) * n,
         n_factor_evaluations=int(evals),
+        sampling_time=sampling_time,
         time=time.perf_counter() - t0,
         method="gibbs",
         converged=status == COMPLETED,
