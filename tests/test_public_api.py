@@ -18,6 +18,9 @@ PUBLIC = {
         "tree_map", "tree_marginals", "tree_marginals_batch",
     ],
     "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
+    "tractable.crf": [
+        "ConditionalChowLiu", "ESSCRF", "METHODS", "RelationalESSCRF", "RelationalGraph", "TreeCRF", "chow_liu_tree",
+    ],
     "tractable.exact": [
         "DEFAULT_ENUMERATE_BELOW", "DEFAULT_MAX_STATES", "DEFAULT_MAX_TABLE_SIZE", "METHODS", "ZeroPartitionError",
         "elimination_order", "enumerate_map", "enumerate_marginals", "infer", "variable_elimination",

@@ -28,6 +28,8 @@ def check_forest(edges, n: int, name: str = "edges") -> np.ndarray:
     if loops.size:
         e = int(loops[0])
         raise ValueError(f"`{name}` must not contain self loops; got edge {e} = {arr[e].tolist()}.")
+    if arr.shape[0] < n and arr.shape[0] == n - _n_components(arr, n):
+        return arr  # E = n - (number of components): acyclic (the usual case: no Python loop)
     parent = np.arange(n)
 
     def find(a: int) -> int:
@@ -42,6 +44,14 @@ def check_forest(edges, n: int, name: str = "edges") -> np.ndarray:
             raise ValueError(f"`{name}` must form a forest; edge {e} = {[u, v]} closes a cycle.")
         parent[ru] = rv
     return arr
+
+
+def _n_components(edges: np.ndarray, n: int) -> int:
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    g = sp.csr_matrix((np.ones(edges.shape[0]), (edges[:, 0], edges[:, 1])), shape=(n, n))
+    return int(connected_components(g, directed=False)[0])
 
 
 def traversal(edges: np.ndarray, n: int):

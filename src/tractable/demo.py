@@ -20,6 +20,7 @@ DEMOS: list[tuple[str, str]] = [
     ("HL-MRF", "tractable.hlmrf._demo:demo_rows"),
     ("belief propagation", "tractable.bp._demo:demo_rows"),
     ("sampling", "tractable.sampling._demo:demo_rows"),
+    ("tree CRFs", "tractable.crf._demo:demo_rows"),
 ]
 
 

@@ -171,3 +171,118 @@ def sort_max_messages(indptr, edges, f_ptr, f, mu, out):
             elif mu[e, 1] == _NINF:
                 out[e, 0] = off0
                 out[e, 1] = off1
+
+
+@njit(inline="always")
+def _lse_shifted(x, k):
+    """``(max, log sum exp(x - max))`` of ``x[:k]``; ``(-inf, 0)`` when every entry is ``-inf``."""
+    m = _NINF
+    for a in range(k):
+        if x[a] > m:
+            m = x[a]
+    if m == _NINF:
+        return m, 0.0
+    s = 0.0
+    for a in range(k):
+        s += np.exp(x[a] - m)
+    return m, np.log(s)
+
+
+@njit
+def tree_sum_product(order, parent, edge, child_is_v, unary, pairwise, node_m, edge_m, contrib):
+    """Exact sum-product on a rooted forest, nodes in ``order`` (every parent before its children).
+
+    The compiled form of :func:`tractable.bp.tree._sum_product` (which stays as the readable twin):
+    an upward pass in reverse ``order`` (each node's message to its parent, normalized, its log
+    normalizer in ``contrib``), the roots' normalizers, then a downward pass in ``order`` giving each
+    node's message from its parent; a parent's incoming messages are kept as a finite sum plus a count
+    of ``-inf`` terms, so the cavity (parent belief without one child) never computes ``-inf - -inf``.
+    Writes ``node_m`` (N, k), ``edge_m`` (E, k, k) in the edges' given orientation and ``contrib`` (N,);
+    returns False when some tree has no configuration of positive mass.
+    """
+    n, k = unary.shape
+    fin = np.zeros((n, k))
+    ninf = np.zeros((n, k), dtype=np.int64)
+    up = np.zeros((n, k))
+    down = np.zeros((n, k))
+    below = np.empty(k)
+    msg = np.empty(k)
+    cav = np.empty(k)
+    for t in range(n - 1, -1, -1):
+        c = order[t]
+        for b in range(k):
+            below[b] = _NINF if ninf[c, b] > 0 else unary[c, b] + fin[c, b]
+        p = parent[c]
+        if p < 0:
+            m, ls = _lse_shifted(below, k)
+            if m == _NINF:
+                return False
+            contrib[c] = m + ls
+            continue
+        e = edge[c]
+        for a in range(k):
+            for b in range(k):
+                msg_b = (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + below[b]
+                cav[b] = msg_b
+            m, ls = _lse_shifted(cav, k)
+            msg[a] = m + ls
+        m, ls = _lse_shifted(msg, k)
+        if m == _NINF:
+            return False
+        z = m + ls
+        contrib[c] = z
+        for a in range(k):
+            v = msg[a] - z
+            up[c, a] = v
+            if v == _NINF:
+                ninf[p, a] += 1
+            else:
+                fin[p, a] += v
+    for t in range(n):
+        c = order[t]
+        p = parent[c]
+        for b in range(k):
+            below[b] = _NINF if ninf[c, b] > 0 else unary[c, b] + fin[c, b]
+        if p >= 0:
+            e = edge[c]
+            for a in range(k):
+                u = up[c, a]
+                own = 1 if u == _NINF else 0
+                if ninf[p, a] - own > 0:
+                    cav[a] = _NINF
+                else:
+                    cav[a] = unary[p, a] + down[p, a] + fin[p, a] - (0.0 if own else u)
+            for b in range(k):
+                for a in range(k):
+                    msg[a] = (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + cav[a]
+                m, ls = _lse_shifted(msg, k)
+                down[c, b] = m + ls
+            m, ls = _lse_shifted(down[c], k)
+            for b in range(k):
+                down[c, b] -= m + ls
+            # edge marginal [y_parent, y_child], stored as [y_u, y_v] of the edge as given
+            jm = _NINF
+            for a in range(k):
+                for b in range(k):
+                    v = cav[a] + (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + below[b]
+                    if v > jm:
+                        jm = v
+            s = 0.0
+            for a in range(k):
+                for b in range(k):
+                    v = cav[a] + (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + below[b]
+                    w = np.exp(v - jm)
+                    s += w
+                    if child_is_v[c]:
+                        edge_m[e, a, b] = w
+                    else:
+                        edge_m[e, b, a] = w
+            for a in range(k):
+                for b in range(k):
+                    edge_m[e, a, b] /= s
+        for b in range(k):
+            cav[b] = below[b] + down[c, b]
+        m, ls = _lse_shifted(cav, k)
+        for b in range(k):
+            node_m[c, b] = np.exp(cav[b] - m - ls)
+    return True

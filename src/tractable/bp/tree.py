@@ -28,8 +28,17 @@ from .._forest import check_forest
 from .._logspace import logsumexp
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
 from .._validate import as_float_array
+from . import _kernels
 
-__all__ = ["TreeMarginals", "TreeMarginalsBatch", "tree_map", "tree_marginals", "tree_marginals_batch"]
+__all__ = [
+    "CompiledForest",
+    "TreeMarginals",
+    "TreeMarginalsBatch",
+    "forest_marginals",
+    "tree_map",
+    "tree_marginals",
+    "tree_marginals_batch",
+]
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,7 @@ class _Rooted:
     """A forest rooted at one node per tree, grouped by depth."""
 
     levels: tuple  # levels[d] = nodes at depth d (levels[0] = roots)
+    order: np.ndarray  # the levels concatenated: every parent before its children
     parent: np.ndarray  # (N,), -1 for roots
     edge: np.ndarray  # (N,) edge to the parent, -1 for roots
     child_is_v: np.ndarray  # (N,) True when the node is edges[edge, 1] (the edge reads [parent, node])
@@ -137,7 +147,7 @@ def _root(edges: np.ndarray, n: int) -> _Rooted:
     child_is_v = np.zeros(n, dtype=bool)
     child_is_v[nodes] = edges[edge[nodes], 1] == nodes
     del order
-    return _Rooted(tuple(levels), parent, edge, child_is_v)
+    return _Rooted(tuple(levels), np.concatenate(levels), parent, edge, child_is_v)
 
 
 def _oriented(pairwise: np.ndarray, r: _Rooted, nodes: np.ndarray) -> np.ndarray:
@@ -175,7 +185,23 @@ def _no_mass() -> ZeroPartitionError:
 
 
 def _sum_product(unary, pairwise, r: _Rooted):
-    """Node and edge marginals and per-node log-normalizer contributions (their sum is log Z)."""
+    """Node and edge marginals and per-node log-normalizer contributions (their sum is log Z), by the
+    compiled kernel :func:`tractable.bp._kernels.tree_sum_product`."""
+    n, k = unary.shape
+    node_m = np.empty((n, k))
+    edge_m = np.zeros(pairwise.shape)
+    contrib = np.zeros(n)
+    ok = _kernels.tree_sum_product(
+        r.order, r.parent, r.edge, r.child_is_v, np.ascontiguousarray(unary), np.ascontiguousarray(pairwise),
+        node_m, edge_m, contrib,
+    )  # fmt: skip
+    if not ok:
+        raise _no_mass()
+    return node_m, edge_m, contrib
+
+
+def _sum_product_python(unary, pairwise, r: _Rooted):
+    """The readable twin of the compiled kernel: the same passes, one tree level per array operation."""
     n, k = unary.shape
     inc = _Incoming(n, k)
     contrib = np.zeros(n)
@@ -277,6 +303,43 @@ def tree_marginals(unary, edges, pairwise) -> TreeMarginals:
         time=time.perf_counter() - t0,
         message=stop_message(OPTIMAL, "tree_sum_product", 0),
     )
+
+
+class CompiledForest:
+    """The validated, rooted union of ``B`` forests over ``N`` nodes each, built once and reused.
+
+    Internal callers that run sum-product many times on the same structures with changing scores
+    (training a tree CRF by L-BFGS) compile the structures once and call :func:`forest_marginals`,
+    skipping validation and rooting on every call.
+    """
+
+    def __init__(self, edges, n: int):
+        parts = [check_forest(e, n, f"edges[{i}]") for i, e in enumerate(edges)]
+        self.n, self.n_models = n, len(parts)
+        self.sizes = np.array([p.shape[0] for p in parts], dtype=np.int64)
+        union = [p + i * n for i, p in enumerate(parts)]
+        self.edges = np.concatenate(union) if union else np.zeros((0, 2), np.int64)
+        self.rooted = _root(self.edges, n * len(parts))
+
+
+def forest_marginals(forest: CompiledForest, unary: np.ndarray, pairwise: np.ndarray):
+    """Sum-product on a :class:`CompiledForest` without checks or copies.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (B, N, k)
+    pairwise : ndarray of shape (sum_b E_b, k, k)
+        The models' edge tables, concatenated in model order.
+
+    Returns
+    -------
+    node_marginals : ndarray of shape (B, N, k)
+    edge_marginals : ndarray of shape (sum_b E_b, k, k)
+    log_partition : ndarray of shape (B,)
+    """
+    b, n, k = unary.shape
+    node_m, edge_m, contrib = _sum_product(unary.reshape(b * n, k), pairwise, forest.rooted)
+    return node_m.reshape(b, n, k), edge_m, contrib.reshape(b, n).sum(axis=1)
 
 
 def tree_marginals_batch(unary, edges, pairwise) -> TreeMarginalsBatch:
