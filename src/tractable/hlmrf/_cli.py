@@ -69,6 +69,7 @@ def _run(args) -> int:
     print(f"status     {res.status}")
     print(f"objective  {res.objective:.10g}")
     print(f"violation  {res.max_violation:.3g}")
+    print(f"bound      {res.lower_bound:.10g} (certified gap {res.gap:.3g})")
     if res.method == "admm":
         print(
             f"iterations {res.n_iter} (primal residual {res.primal_residual:.3g}, dual residual "

@@ -30,7 +30,8 @@ def _term_matrix(comp, rows: np.ndarray, n_free: int) -> sp.csr_matrix:
     return full[rows]
 
 
-def _result(model, comp, xfree, *, status, n_iter, t0, method, detail) -> MPEResult:
+def _result(model, comp, xfree, *, status, n_iter, t0, method, detail, theta=None) -> MPEResult:
+    """The result; ``theta``: the solver's row multipliers in the order of ``comp``'s terms (for the bound)."""
     full = comp.x_fixed.copy()
     if xfree is not None:
         full[comp.free] = np.clip(xfree, 0.0, 1.0)
@@ -38,6 +39,13 @@ def _result(model, comp, xfree, *, status, n_iter, t0, method, detail) -> MPERes
     else:
         full[comp.free] = np.nan
         objective, viol = float("nan"), float("nan")
+    lower_bound, gap = float("-inf"), float("inf")
+    if theta is not None and status == OPTIMAL:
+        from .admm import _gap
+        from .bound import row_dual_bound
+
+        lower_bound = row_dual_bound(comp, theta)
+        gap = _gap(objective, lower_bound, viol)
     return MPEResult(
         x=frozen_array(full),
         objective=objective,
@@ -50,6 +58,8 @@ def _result(model, comp, xfree, *, status, n_iter, t0, method, detail) -> MPERes
         time=time.perf_counter() - t0,
         method=method,
         message=stop_message(status, method, int(n_iter), detail),
+        lower_bound=lower_bound,
+        gap=gap,
     )
 
 
@@ -89,6 +99,15 @@ def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=options)
     status = {0: OPTIMAL, 2: INFEASIBLE, 1: TIME_LIMIT_REACHED}.get(res.status, ERROR)
     xfree = res.x[:n] if res.x is not None and status in (OPTIMAL, TIME_LIMIT_REACHED) else None
+    theta = None
+    if status == OPTIMAL:
+        # linprog's marginals are d(objective)/d(rhs): the multipliers of the rows c·x + b <= 0 are their negatives
+        theta = np.zeros(kind.size)
+        if a_ub is not None:
+            mu = -np.asarray(res.ineqlin.marginals)
+            theta[pot], theta[leq] = mu[:m], mu[m:]
+        if eq.size:
+            theta[eq] = -np.asarray(res.eqlin.marginals)
     return _result(
         model,
         comp,
@@ -98,6 +117,7 @@ def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
         t0=t0,
         method="highs",
         detail=f"HiGHS: {res.message}",
+        theta=theta,
     )
 
 
@@ -156,6 +176,13 @@ def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
     else:
         status = ERROR
     xfree = np.asarray(sol.x)[:n] if status in (OPTIMAL, TIME_LIMIT_REACHED) else None
+    theta = None
+    if status == OPTIMAL:
+        # Clarabel's duals z satisfy P v + q + A'z = 0: they multiply the rows A v - b (<= 0 or == 0)
+        dz = np.asarray(sol.z)
+        ne = eq.size
+        theta = np.zeros(kind.size)
+        theta[eq], theta[pot], theta[leq] = dz[:ne], dz[ne : ne + m], dz[ne + 2 * m : ne + 2 * m + leq.size]
     return _result(
         model,
         comp,
@@ -165,4 +192,5 @@ def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
         t0=t0,
         method="clarabel",
         detail=f"Clarabel status {name}",
+        theta=theta,
     )

@@ -44,6 +44,14 @@ class MPEResult:
         tolerance"``.
     rho : float
         ADMM step size at the last iteration (differs from the given ``rho`` with adaptive rho).
+    lower_bound : float
+        A certified lower bound on the optimum (:mod:`tractable.hlmrf.bound`): from ADMM's
+        multipliers (valid at any iteration), or from the reference solver's duals; ``-inf`` when not
+        computed (no solution, an infeasible model).
+    gap : float
+        Certified relative gap ``(objective - lower_bound) / max(|objective|, 1)`` of ``x``; ``inf``
+        when ``x`` is not feasible (``max_violation > 1e-9``) or no bound was computed. An infeasible
+        model never has a finite gap.
     """
 
     x: np.ndarray
@@ -58,3 +66,5 @@ class MPEResult:
     method: str
     message: str = ""
     rho: float = float("nan")
+    lower_bound: float = float("-inf")
+    gap: float = float("inf")

@@ -19,6 +19,8 @@ import numpy as np
 
 from .._results import (
     CONVERGED,
+    ERROR,
+    INFEASIBLE,
     MAX_ITER_REACHED,
     TIME_LIMIT_REACHED,
     frozen_array,
@@ -26,7 +28,7 @@ from .._results import (
     warn_stopped,
 )
 from .._validate import as_float_array, check_choice, check_int, check_options, check_positive, resolve_method
-from . import _kernels
+from . import _kernels, bound
 from ._reference import _solve_clarabel, _solve_highs
 from ._result import MPEResult
 from .model import HLMRF
@@ -49,7 +51,7 @@ _ADMM_DEFAULTS = {
 _COMMON = ("time_limit", "repair")
 #: method name -> the options it uses
 _OPTIONS = {
-    "admm": (*_ADMM_DEFAULTS, "x0", *_COMMON),
+    "admm": (*_ADMM_DEFAULTS, "x0", "gap_tol", *_COMMON),
     "highs": _COMMON,
     "clarabel": _COMMON,
 }
@@ -70,6 +72,7 @@ def solve(
     over_relaxation: float | None = None,
     constraints: str | None = None,
     parallel: bool | None = None,
+    gap_tol: float | None = None,
     repair: bool = False,
 ) -> MPEResult:
     """Find a most probable explanation (MPE) of a hinge-loss MRF.
@@ -123,12 +126,18 @@ def solve(
         the iterates are those of the one-thread kernel up to the summation order of the residuals.
         Worth it on a dedicated multi-core machine; on a busy one each parallel region waits for its
         slowest thread, hence the default of one thread.
+    gap_tol : float, optional
+        ADMM stops as soon as the certified relative gap ``(objective(z) - lower_bound) /
+        max(|objective(z)|, 1)`` of a feasible consensus iterate ``z`` (largest violation at most
+        ``1e-9``) is at most ``gap_tol`` (checked every 10 iterations, one extra pass each), with
+        ``status="converged"``. Every ADMM result carries ``lower_bound`` and ``gap`` anyway (one
+        pass at the end); see :mod:`tractable.hlmrf.bound`.
     repair : bool, default False
         Replace the answer by :func:`tractable.hlmrf.project_feasible` of it (a nearby feasible
         point), as the paper does before measuring suboptimality (every method). An infeasible model
         is left unrepaired, with a ``ConvergenceWarning``.
 
-    The options from ``rho`` to ``parallel`` (and ``x0``) are ADMM's: giving one with
+    The options from ``rho`` to ``gap_tol`` (and ``x0``) are ADMM's: giving one with
     ``method="highs"`` or ``"clarabel"`` raises ``ValueError``. ``None`` means "not given" (the
     default above applies).
 
@@ -182,6 +191,7 @@ def solve(
             over_relaxation=over_relaxation,
             constraints=constraints,
             parallel=parallel,
+            gap_tol=gap_tol,
             repair=repair,
         ),
     )
@@ -197,11 +207,13 @@ def solve(
         except ValueError as err:
             warn_stopped(f"no repair: {err}")
         else:
+            obj, viol = model.objective(xr), model.max_violation(xr)
             res = replace(
                 res,
                 x=frozen_array(xr),
-                objective=model.objective(xr),
-                max_violation=model.max_violation(xr),
+                objective=obj,
+                max_violation=viol,
+                gap=_gap(obj, res.lower_bound, viol),
                 time=res.time + time.perf_counter() - t0,
             )
     return res
@@ -235,6 +247,7 @@ def _validate_solve(model, method, options):
         alpha=_check_alpha(opt["over_relaxation"]),
         constraints=check_choice(opt["constraints"], "constraints", ("local", "consensus", "auto")),
         parallel=bool(opt["parallel"]),
+        gap_tol=None if options["gap_tol"] is None else check_positive(options["gap_tol"], "gap_tol"),
     )
 
 
@@ -282,12 +295,111 @@ def _split_constraints(comp, mode: str):
     return terms, (ip, ix, cf, comp.const[is_con], comp.kind[is_con])
 
 
+#: largest violation of a point whose objective certifies a gap
+FEASIBILITY_TOL = 1e-9
+#: constraint nonzeros up to which the feasibility LP is solved before ADMM runs
+_LP_CHECK_NNZ = 100_000
+
+
+def _gap(objective: float, lower_bound: float, violation: float) -> float:
+    """Certified relative gap of a point with ``objective`` and largest ``violation``; inf if not feasible."""
+    if not (violation <= FEASIBILITY_TOL and np.isfinite(lower_bound) and np.isfinite(objective)):
+        return float("inf")
+    return float(max(objective - lower_bound, 0.0) / max(abs(objective), 1.0))
+
+
+def _infeasibility(comp) -> tuple[str | None, float]:
+    """Why the constraints and the box have no common point (None when none was found), and the
+    largest Euclidean norm of a constraint's coefficients.
+
+    Each constraint alone against the box (exact, any size; this decides the question when the
+    constraints are pairwise disjoint); otherwise, up to ``_LP_CHECK_NNZ`` nonzeros, the feasibility
+    LP over the constraint rows and the box with HiGHS.
+    """
+    rows = np.flatnonzero(comp.kind >= _kernels.KIND_LEQ)
+    if rows.size == 0:
+        return None, 0.0
+    lengths = np.diff(comp.indptr)
+    owner = np.repeat(comp.kind >= _kernels.KIND_LEQ, lengths)
+    term = np.repeat(np.arange(lengths.size), lengths)[owner]
+    c = comp.coef[owner]
+    lo = comp.const + np.bincount(term, weights=np.minimum(c, 0.0), minlength=lengths.size)
+    hi = comp.const + np.bincount(term, weights=np.maximum(c, 0.0), minlength=lengths.size)
+    scale = 1.0 + np.abs(comp.const) + np.bincount(term, weights=np.abs(c), minlength=lengths.size)
+    cmax = float(np.sqrt(np.bincount(term, weights=c * c, minlength=lengths.size).max()))
+    tol = 1e-9 * scale
+    bad = (lo > tol) | ((comp.kind == _kernels.KIND_EQ) & (hi < -tol))
+    bad[comp.kind < _kernels.KIND_LEQ] = False
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0]) - comp.n_potentials
+        return f"constraint {j} (after fixing variables) cannot hold anywhere in the box [0, 1]", cmax
+    idx = comp.idx[owner]
+    if np.bincount(idx, minlength=comp.free.size).max() <= 1 or idx.size > _LP_CHECK_NNZ:
+        return None, cmax
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    n = comp.free.size
+    a = sp.csr_matrix((comp.coef, comp.idx, comp.indptr), shape=(lengths.size, n))
+    leq = rows[comp.kind[rows] == _kernels.KIND_LEQ]
+    eq = rows[comp.kind[rows] == _kernels.KIND_EQ]
+    res = linprog(
+        np.zeros(n),
+        A_ub=a[leq] if leq.size else None,
+        b_ub=-comp.const[leq] if leq.size else None,
+        A_eq=a[eq] if eq.size else None,
+        b_eq=-comp.const[eq] if eq.size else None,
+        bounds=(0.0, 1.0),
+        method="highs",
+    )
+    if res.status == 2:
+        return "the constraints have no common point in the box [0, 1] (HiGHS feasibility LP)", cmax
+    return None, cmax
+
+
 def _solve_admm(
-    model, *, rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, alpha, constraints, parallel
+    model,
+    *,
+    rho,
+    eps_abs,
+    eps_rel,
+    max_iter,
+    x0,
+    time_limit,
+    progress,
+    adaptive_rho,
+    alpha,
+    constraints,
+    parallel,
+    gap_tol=None,
 ):
     t0 = time.perf_counter()
     comp = model._compile()
+    why, cmax = _infeasibility(comp)
+    if why is not None:
+        full = comp.x_fixed.copy()
+        full[comp.free] = np.nan
+        return MPEResult(
+            x=frozen_array(full),
+            objective=float("nan"),
+            converged=False,
+            n_iter=0,
+            primal_residual=float("nan"),
+            dual_residual=float("nan"),
+            max_violation=float("nan"),
+            status=INFEASIBLE,
+            time=time.perf_counter() - t0,
+            method="admm",
+            message=stop_message(INFEASIBLE, "admm", 0, why),
+            rho=float(rho),
+        )
     terms, zcons = _split_constraints(comp, constraints)
+    cert = np.zeros(3)
+
+    def certify():
+        bound.certificate(*terms[:6], y, z, *zcons, max_copies, cert)
+        return comp.offset + cert[0], comp.offset + cert[1], cert[2]
+
     idx = terms[1]
     n_free = comp.free.size
     z = np.zeros(n_free) if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
@@ -295,6 +407,7 @@ def _solve_admm(
     y = np.zeros(idx.size)
     counts = np.bincount(idx, minlength=n_free)
     cnt = counts.astype(np.float64)
+    max_copies = float(counts.max(initial=0))
     if parallel:
         vptr = np.zeros(n_free + 1, dtype=np.int64)
         np.cumsum(counts, out=vptr[1:])
@@ -312,6 +425,7 @@ def _solve_admm(
     stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
     n_iter = 0
     status = MAX_ITER_REACHED
+    by_gap = False
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -330,6 +444,12 @@ def _solve_admm(
             if done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3]):
                 status = CONVERGED
                 break
+            if gap_tol is not None:
+                lb, obj, cviol = certify()
+                if _gap(obj, lb, cviol) <= gap_tol:
+                    status = CONVERGED
+                    by_gap = True
+                    break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 status = TIME_LIMIT_REACHED
                 break
@@ -346,9 +466,22 @@ def _solve_admm(
     full = comp.x_fixed.copy()
     full[comp.free] = z
     viol = model.max_violation(full)
+    objective = model.objective(full)
+    lower_bound = certify()[0] if comp.idx.size else comp.offset
+    gap = _gap(objective, lower_bound, viol)
+    # a converged feasible model has z within |c_k| * primal residual of each constraint's local copy
+    viol_tol = 1e-6 + 2.0 * cmax * (stats[0] + stats[1] / rho) / min(alpha, 1.0)
+    if status == CONVERGED and not by_gap and viol > viol_tol:
+        status = ERROR
+        detail = (
+            f"residuals below tolerance but max violation {viol:.3g} exceeds what they allow ({viol_tol:.3g}); "
+            "the model is probably infeasible"
+        )
     converged = status == CONVERGED
-    if converged:
-        detail = "residuals below tolerance"
+    if status == ERROR:
+        pass
+    elif converged:
+        detail = "certified gap below gap_tol" if by_gap else "residuals below tolerance"
     else:
         budget = "time_limit" if status == TIME_LIMIT_REACHED else "max_iter"
         detail = (
@@ -358,7 +491,7 @@ def _solve_admm(
     message = stop_message(status, "admm", n_iter, detail)
     return MPEResult(
         x=frozen_array(full),
-        objective=model.objective(full),
+        objective=objective,
         converged=converged,
         n_iter=n_iter,
         primal_residual=float(stats[0]),
@@ -369,6 +502,8 @@ def _solve_admm(
         method="admm",
         message=message,
         rho=float(rho),
+        lower_bound=float(lower_bound),
+        gap=gap,
     )
 
 

@@ -1,0 +1,365 @@
+"""Certified lower bounds on the MPE optimum of a hinge-loss MRF from ADMM's multipliers.
+
+Derivation
+----------
+After folding the fixed variables into the constants, consensus ADMM solves
+
+    minimize  sum_t F_t(x_t)   subject to  x_t = z[idx_t] for every term t,  x_t in [0, 1]^{k_t},  z in Z,
+
+where term ``t`` has local copies ``x_t`` with coefficients ``c_t`` and constant ``b_t``, and
+``F_t(x) = w_t max(c_t·x + b_t, 0)^{p_t}`` for a potential, or the indicator of ``c_t·x + b_t <= 0``
+(``== 0``) for a constraint with local copies. ``Z`` is the box ``[0, 1]^n`` intersected with the
+constraints moved to the consensus step (``constraints="consensus"``; their supports are disjoint).
+Relaxing only the consensus equations with one multiplier per copy (ADMM's unscaled ``y``; the box
+stays inside every subproblem) gives the Lagrangian dual function
+
+    g(y) = offset + sum_t m_t(y_t) + min_{z in Z} (-Y · z),      Y_v = sum of y over the copies of v,
+
+    m_t(y_t) = min_{x in [0, 1]^k} F_t(x) + y_t · x,
+
+(``offset``: potentials over fixed variables only). Each minimum is over a compact set and finite
+(``+inf`` only when a constraint misses the box), so ``g(y) <= optimum`` for *every* ``y`` (weak
+duality): any multipliers, even those of an early stop, give a valid bound.
+
+Each ``m_t`` is itself computed by a one-dimensional dual. Write ``F(x) = f(c·x + b)`` with
+``f(s) = sup_{theta in Theta} theta s - q theta^2``:
+
+* hinge ``w max(s, 0)``: ``Theta = [0, w]``, ``q = 0``;
+* squared hinge ``w max(s, 0)^2``: ``Theta = [0, inf)``, ``q = 1 / (4 w)``;
+* constraint ``s <= 0``: ``Theta = [0, inf)``, ``q = 0``; ``s == 0``: ``Theta = R``, ``q = 0``.
+
+The box is compact and the function is convex in ``x`` and concave in ``theta``, so min and sup
+swap (Sion), and the minimum over the box separates over the coordinates:
+
+    m_t(y) = sup_{theta in Theta} h(theta),   h(theta) = theta b - q theta^2 + sum_i min(0, y_i + theta c_i).
+
+``h`` is concave and piecewise quadratic with breakpoints ``-y_i / c_i``; on each piece its
+derivative is ``S - 2 q theta`` with ``S = b + sum of c_i over the i with y_i + theta c_i < 0``, and
+``S`` drops by ``|c_i|`` at each breakpoint. Sorting the breakpoints and sweeping them finds the
+maximizer exactly (the first piece where the derivative changes sign; for ``q > 0`` the stationary
+point ``S / (2 q)`` inside it). The crucial point for rigour: ``h(theta) <= m_t(y)`` for *every*
+``theta`` in ``Theta``, so an error in locating the maximizer can only lower the bound; only the
+final evaluation of ``h`` is subject to rounding, and a rigorous floating-point slack (``(k + 3) u``
+times the sum of the magnitudes involved, ``u`` the unit roundoff, with a margin) is subtracted
+for it, and likewise for the sums over terms and variables.
+
+The consensus part: for a variable in no consensus constraint, ``min_{z_v in [0, 1]} -Y_v z_v =
+min(0, -Y_v)``; a consensus constraint ``a·z + b <= 0`` (or ``== 0``) over its disjoint support is
+``m`` above with ``y = -Y`` on that support. When the hyperplane of a constraint misses the box the
+sup is ``+inf`` (the problem is infeasible); the sweep then stops at the last breakpoint and returns
+a finite, still valid, value.
+
+The same pass evaluates the objective and the largest constraint violation of the consensus point
+``z``, so that a certified relative gap ``(objective(z) - g(y)) / max(|objective(z)|, 1)`` costs one
+pass over the terms, about one ADMM iteration.
+
+:func:`term_minimum_reference` is a slow, readable version of ``m_t`` (enumerating every
+breakpoint and stationary point) used in the tests; :func:`term_minima` runs the compiled kernel
+on a batch of terms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._numba import njit
+from .._validate import as_float_array, as_index_array, check_choice
+from . import _kernels
+from .updates import KINDS
+
+__all__ = ["term_minimum_reference", "term_minima"]
+
+#: unit roundoff with a margin, for the rigorous slack of floating-point sums
+_U = 2.0 * np.finfo(np.float64).eps
+
+
+def _theta_domain(kind: int, w: float):
+    """``(lo, hi, q)`` of the 1-D dual of a term of ``kind`` and weight ``w``."""
+    if kind == _kernels.KIND_HINGE:
+        return 0.0, max(w, 0.0), 0.0
+    if kind == _kernels.KIND_SQUARED:
+        return (0.0, np.inf, 1.0 / (4.0 * w)) if w > 0 else (0.0, 0.0, 0.0)
+    if kind == _kernels.KIND_LEQ:
+        return 0.0, np.inf, 0.0
+    return -np.inf, np.inf, 0.0
+
+
+def term_minimum_reference(kind: str, y, c, b: float, weight: float = 0.0) -> float:
+    """``min_{x in [0, 1]^k} F(x) + y·x`` for one term, by enumerating the candidates of its 1-D dual.
+
+    Parameters
+    ----------
+    kind : {"hinge", "squared", "leq", "eq"}
+        ``F(x) = w max(c·x + b, 0)`` / ``w max(c·x + b, 0)^2`` / indicator of ``c·x + b <= 0`` / ``== 0``.
+    y, c : array_like of shape (k,)
+        Linear cost and coefficients.
+    b, weight : float
+        Constant and weight (ignored for constraints).
+
+    Returns
+    -------
+    float
+        The minimum (``inf`` when a constraint misses the box; exact up to rounding).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    lo, hi, q = _theta_domain(KINDS.index(kind), float(weight))
+
+    def h(theta):
+        return theta * b - q * theta * theta + float(np.minimum(0.0, y + theta * c).sum())
+
+    nz = c != 0
+    cand = list(-y[nz] / c[nz])
+    pts = sorted({t for t in cand if lo <= t <= hi} | {v for v in (lo, hi) if np.isfinite(v)} | {0.0})
+    pts = [t for t in pts if lo <= t <= hi]
+    # stationary points of each quadratic piece
+    if q > 0:
+        grid = [*pts, hi]
+        for a, e in zip(grid[:-1], grid[1:]):
+            mid = 0.5 * (a + e) if np.isfinite(e) else a + 1.0
+            s = b + float(c[(y + mid * c) < 0].sum())
+            t = s / (2 * q)
+            if a <= t <= e:
+                pts.append(t)
+    best = max(h(t) for t in pts)
+    # unbounded directions (constraints only): the slope of h beyond the extreme breakpoints
+    if q == 0:
+        if hi == np.inf and b + float(c[c < 0].sum()) > 0:
+            return np.inf
+        if lo == -np.inf and b + float(c[c > 0].sum()) < 0:
+            return np.inf
+    return best
+
+
+@njit
+def _dual_term(y, ys, c, cs, k, b, q, lo, hi, tb, db, out):
+    """A (near-)maximizer's value of ``h`` (module docstring) for one term; ``out[0]`` += rounding slack.
+
+    ``y[ys:ys + k]``: the linear costs; ``c[cs:cs + k]``: the coefficients; ``tb``, ``db``: scratch
+    of size ``>= k``. The value is ``h(theta)`` for some ``theta`` in ``[lo, hi]``, hence a valid
+    lower bound on the term's minimum whatever the rounding of the sweep.
+    """
+    s = b
+    nb = 0
+    for i in range(k):
+        ci = c[cs + i]
+        if ci == 0.0:
+            continue
+        t = -y[ys + i] / ci
+        if t > lo:
+            if ci > 0.0:
+                s += ci
+            if t < hi:
+                # insertion sort by breakpoint
+                j = nb - 1
+                while j >= 0 and tb[j] > t:
+                    tb[j + 1] = tb[j]
+                    db[j + 1] = db[j]
+                    j -= 1
+                tb[j + 1] = t
+                db[j + 1] = abs(ci)
+                nb += 1
+        elif ci < 0.0:
+            s += ci
+    left = lo
+    theta = 0.0
+    for m in range(nb + 1):
+        right = tb[m] if m < nb else hi
+        if q > 0.0:
+            ts = s / (2.0 * q)
+            if ts <= right:
+                theta = max(ts, left)
+                break
+        elif s <= 0.0:
+            theta = left
+            break
+        if m == nb:
+            theta = right
+            break
+        s -= db[m]
+        left = right
+    if theta == -np.inf:
+        theta = tb[0] if nb > 0 else 0.0
+    elif theta == np.inf:
+        theta = left if left > -np.inf else 0.0
+    val = theta * b - q * theta * theta
+    mag = abs(theta * b) + q * theta * theta
+    for i in range(k):
+        v = y[ys + i] + theta * c[cs + i]
+        if v < 0.0:
+            val += v
+        mag += abs(y[ys + i]) + abs(theta * c[cs + i])
+    out[0] += (k + 3) * 2.3e-16 * mag
+    return val
+
+
+@njit
+def _domain(kind, w):
+    if kind == 0:
+        return 0.0, max(w, 0.0), 0.0
+    if kind == 1:
+        if w > 0.0:
+            return 0.0, np.inf, 1.0 / (4.0 * w)
+        return 0.0, 0.0, 0.0
+    if kind == 2:
+        return 0.0, np.inf, 0.0
+    return -np.inf, np.inf, 0.0
+
+
+@njit
+def batch_term_minima(indptr, coef, const, weight, kind, y, out):
+    """:func:`_dual_term` for every term (values in ``out``); returns the total rounding slack."""
+    maxk = 1
+    for t in range(indptr.shape[0] - 1):
+        maxk = max(maxk, indptr[t + 1] - indptr[t])
+    tb = np.empty(maxk)
+    db = np.empty(maxk)
+    sl = np.zeros(1)
+    for t in range(indptr.shape[0] - 1):
+        s = indptr[t]
+        lo, hi, q = _domain(kind[t], weight[t])
+        out[t] = _dual_term(y, s, coef, s, indptr[t + 1] - s, const[t], q, lo, hi, tb, db, sl)
+    return sl[0]
+
+
+@njit
+def certificate(
+    indptr, idx, coef, const, weight, kind, y, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, max_copies, out
+):
+    """One pass: ``out = (g(y) - slack, objective of z over the terms, max violation of z)``.
+
+    Terms and ``zc_*`` as in :func:`tractable.hlmrf._kernels.admm_run`; ``max_copies``: the largest
+    number of copies of a variable; ``g`` without the offset of the fixed-only potentials (the
+    caller adds it).
+    """
+    n = z.shape[0]
+    n_terms = indptr.shape[0] - 1
+    maxk = 1
+    for t in range(n_terms):
+        maxk = max(maxk, indptr[t + 1] - indptr[t])
+    for t in range(zc_indptr.shape[0] - 1):
+        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
+    tb = np.empty(maxk)
+    db = np.empty(maxk)
+    ny = np.empty(maxk)
+    sl = np.zeros(1)
+    yv = np.zeros(n)
+    yabs = 0.0
+    total = 0.0
+    tmag = 0.0
+    obj = 0.0
+    viol = 0.0
+    for t in range(n_terms):
+        s = indptr[t]
+        k = indptr[t + 1] - s
+        kt = kind[t]
+        sv = const[t]
+        for j in range(s, s + k):
+            v = idx[j]
+            yv[v] += y[j]
+            yabs += abs(y[j])
+            sv += coef[j] * z[v]
+        if kt == 0:
+            if sv > 0.0:
+                obj += weight[t] * sv
+        elif kt == 1:
+            if sv > 0.0:
+                obj += weight[t] * sv * sv
+        elif kt == 2:
+            viol = max(viol, sv)
+        else:
+            viol = max(viol, abs(sv))
+        lo, hi, q = _domain(kt, weight[t])
+        val = _dual_term(y, s, coef, s, k, const[t], q, lo, hi, tb, db, sl)
+        total += val
+        tmag += abs(val)
+    inz = np.zeros(n, dtype=np.bool_)
+    for t in range(zc_indptr.shape[0] - 1):
+        s = zc_indptr[t]
+        k = zc_indptr[t + 1] - s
+        sv = zc_const[t]
+        for j in range(k):
+            v = zc_idx[s + j]
+            inz[v] = True
+            ny[j] = -yv[v]
+            sv += zc_coef[s + j] * z[v]
+        viol = max(viol, sv if zc_kind[t] == 2 else abs(sv))
+        lo, hi, q = _domain(zc_kind[t], 0.0)
+        val = _dual_term(ny, 0, zc_coef, s, k, zc_const[t], q, lo, hi, tb, db, sl)
+        total += val
+        tmag += abs(val)
+    for v in range(n):
+        if not inz[v] and yv[v] > 0.0:
+            total -= yv[v]
+            tmag += yv[v]
+    # rounding: the terms' own evaluations, the sums over terms and variables, the sums Y_v
+    slack = sl[0] + (n_terms + n + 2) * 2.3e-16 * tmag + (max_copies + 1.0) * 2.3e-16 * yabs
+    out[0] = total - slack
+    out[1] = obj
+    out[2] = viol
+    return out
+
+
+def term_minima(kind, indptr, coefficients, constants, weights, y) -> np.ndarray:
+    """``min_{x in [0, 1]^k} F_t(x) + y_t·x`` for a batch of terms with the compiled kernel.
+
+    Arguments as in :func:`tractable.hlmrf.local_updates` (``y`` in place of ``d``). Each value is a
+    valid lower bound on the exact minimum, exact up to rounding (a rigorous slack is subtracted
+    from the total by the solver, not here); a constraint that misses the box gives a finite value.
+
+    Returns
+    -------
+    ndarray of shape (n_terms,)
+    """
+    indptr = as_index_array(indptr, "indptr")
+    coefficients = as_float_array(coefficients, "coefficients", ndim=1, allow_neginf=False)
+    y = as_float_array(y, "y", ndim=1, allow_neginf=False)
+    constants = as_float_array(constants, "constants", ndim=1, allow_neginf=False)
+    weights = as_float_array(weights, "weights", ndim=1, allow_neginf=False)
+    n_terms = indptr.size - 1
+    if isinstance(kind, str):
+        kind = [kind] * n_terms
+    for k in set(kind):
+        check_choice(k, "kind", KINDS)
+    codes = np.array([KINDS.index(k) for k in kind], dtype=np.int8)
+    if (
+        indptr.size < 1
+        or indptr[0] != 0
+        or np.any(np.diff(indptr) < 0)
+        or indptr[-1] != coefficients.size
+        or y.size != coefficients.size
+        or constants.size != n_terms
+        or weights.size != n_terms
+        or codes.size != n_terms
+    ):
+        raise ValueError("`indptr`, `coefficients`, `y`, `constants`, `weights` and `kind` have inconsistent sizes.")
+    out = np.empty(n_terms)
+    batch_term_minima(indptr, coefficients, constants, weights, codes, y, out)
+    return out
+
+
+def row_dual_bound(comp, theta: np.ndarray) -> float:
+    """Lower bound from row multipliers ``theta`` (one per term of ``comp``), for the reference solvers.
+
+    Relaxing each term's row ``c_t·x + b_t`` with ``theta_t`` (clipped into its domain) and keeping
+    the box gives ``offset + sum_t (theta_t b_t - q_t theta_t^2) + sum_v min(0, (C' theta)_v)`` — a
+    valid bound for any ``theta`` (same derivation as above), minus a rounding slack.
+    """
+    lo = np.zeros(comp.kind.size)
+    hi = np.full(comp.kind.size, np.inf)
+    q = np.zeros(comp.kind.size)
+    hinge = comp.kind == _kernels.KIND_HINGE
+    sq = comp.kind == _kernels.KIND_SQUARED
+    hi[hinge] = comp.weight[hinge]
+    pos = sq & (comp.weight > 0)
+    q[pos] = 1.0 / (4.0 * comp.weight[pos])
+    hi[sq & ~pos] = 0.0
+    lo[comp.kind == _kernels.KIND_EQ] = -np.inf
+    th = np.clip(np.nan_to_num(np.asarray(theta, dtype=np.float64)), lo, hi)
+    rows = np.repeat(np.arange(comp.kind.size), np.diff(comp.indptr))
+    contrib = th[rows] * comp.coef
+    yv = np.bincount(comp.idx, weights=contrib, minlength=comp.free.size)
+    parts = np.concatenate([th * comp.const - q * th * th, np.minimum(yv, 0.0)])
+    mag = np.abs(parts).sum() + np.abs(contrib).sum()
+    slack = (parts.size + comp.idx.size + 2) * float(_U) * mag
+    return float(comp.offset + parts.sum() - slack)
