@@ -133,8 +133,7 @@ def adaptive_mmp(
     t_sample = time.perf_counter()
     if burn_in:
         no_samples = np.zeros((0, n), dtype=np.uint8)
-        args = w.kernel_args()
-        args = (args[0], args[1], args[2], args[3], nb_end, *args[4:])
+        args = w.kernel_args(nb_end)
         evals = _kernels.run_sweeps(burn_in, np.arange(n, dtype=np.int64), x, *args, state, p_sum, no_samples)
     sampling_time = time.perf_counter() - t_sample
     order = np.arange(n, dtype=np.int64)
