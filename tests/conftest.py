@@ -4,6 +4,13 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (CI must not fail by chance); set
+# HYPOTHESIS_PROFILE=explore to draw new ones, e.g. in a long local run.
+settings.register_profile("deterministic", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 _SEED_ENV = "TRACTABLE_TEST_SEED"
 
