@@ -169,3 +169,20 @@ def test_writer_and_reader_errors(tmp_path):
     (tmp_path / "bin.uai").write_bytes(b"\xff\xfe\x00\x81")
     with pytest.raises(ValueError, match=re.escape("not a text file")):
         read_uai(tmp_path / "bin.uai")
+
+
+def test_table_size_past_int64_is_reported_not_overflowed(tmp_path):
+    path = tmp_path / "big.uai"
+    path.write_text(f"MARKOV\n2\n{2**35} {2**35}\n1\n2 0 1\n0\n")
+    message = (
+        f"{path}, line 6: table 0 declares {2**70} (about 2^70.0) entries (cardinalities [{2**35}, {2**35}]); "
+        "at most 2**36 are supported."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        read_uai(path)
+    path.write_text(f"MARKOV\n2\n2 {10**30}\n0\n")
+    with pytest.raises(
+        ValueError,
+        match=re.escape(f"{path}, line 3: expected the cardinality of variable 1 (at most 2**36); got '{10**30}'."),
+    ):
+        read_uai(path)

@@ -25,6 +25,10 @@ __all__ = [
 ]
 
 
+#: dtype kinds accepted as real numbers: bool, signed and unsigned integers, floats.
+_REAL_KINDS = "biuf"
+
+
 def _describe(value) -> str:
     if isinstance(value, np.ndarray):
         return f"array of shape {value.shape} and dtype {value.dtype}"
@@ -61,9 +65,15 @@ def as_float_array(
         A new array (never a view of ``value``), so callers may keep it without copying again.
     """
     try:
-        arr = np.array(value, dtype=np.float64, copy=True)
+        given = value if isinstance(value, np.ndarray) else np.asarray(value)
     except (TypeError, ValueError) as err:
         raise TypeError(f"`{name}` must be an array of real numbers; got {_describe(value)}.") from err
+    if given.dtype.kind not in _REAL_KINDS:  # complex, object, str, bytes, void, datetime: never cast silently
+        raise TypeError(
+            f"`{name}` must be an array of real numbers; got {_describe(value)}"
+            f"{'' if isinstance(value, np.ndarray) else f' (dtype {given.dtype})'}."
+        )
+    arr = np.array(given, dtype=np.float64, copy=True)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"`{name}` must be a {ndim}-D array; got shape {arr.shape}.")
     if not allow_nan and np.isnan(arr).any():

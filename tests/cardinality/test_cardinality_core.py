@@ -300,3 +300,35 @@ def test_windowed_tree_equals_dense_tree(d):
     md = 1 / (1 + np.exp(np.log(vd[:, 0]) + sd - np.log(vd[:, 1]) - sd - logw[:, 1]))
     mw = 1 / (1 + np.exp(np.log(vw[:, 0]) + sw - np.log(vw[:, 1]) - sw - logw[:, 1]))
     assert_allclose(mw, md, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "fn, task, per_variable",
+    [
+        (marginals, "marginals", 450),
+        (log_partition, "log_partition", 350),
+        (lambda t, f: sample(t, f, size=10), "sample (size=10)", 2210),
+    ],
+)
+def test_too_large_for_memory_is_refused_up_front(monkeypatch, fn, task, per_variable):
+    from tractable.cardinality import convolution_tree
+
+    d = 10**5
+    monkeypatch.setattr(convolution_tree, "_physical_memory", lambda: 2**30 // 64)  # 16 MiB: 8 MiB usable
+    message = (
+        f"`theta` has {d} variables: {task} needs about {d * per_variable / 2**20:.1f} MiB ({per_variable} bytes "
+        f"per variable), more than 50% of this machine's 16.0 MiB of memory; at most about "
+        f"{2**23 // per_variable} variables fit."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        fn(np.zeros(d), np.zeros(d + 1))
+    fn(np.zeros(2**23 // per_variable), np.zeros(2**23 // per_variable + 1))  # what fits runs
+    monkeypatch.setattr(convolution_tree, "_physical_memory", lambda: None)  # unknown memory: no check
+    fn(np.zeros(d), np.zeros(d + 1))
+
+
+def test_memory_estimate_is_below_physical_memory_for_small_problems():
+    from tractable.cardinality import convolution_tree
+
+    memory = convolution_tree._physical_memory()
+    assert memory is None or memory > 10**5 * 2200 / convolution_tree._MEMORY_FRACTION

@@ -76,3 +76,20 @@ def test_demo_rows():
     assert len(rows) == 4
     for row in rows:
         assert set(row) == {"problem", "method", "quality", "time"} and row["time"] >= 0
+
+
+@pytest.mark.parametrize("kind", ["truncated", "text"])
+def test_cli_broken_model_file_exits_2_with_one_line(tmp_path, capsys, kind):
+    from tractable.cli import main
+
+    path = tmp_path / "broken.npz"
+    if kind == "truncated":
+        opinion_diffusion(10, rng=0).save(path)
+        path.write_bytes(path.read_bytes()[:200])
+    else:
+        path.write_text("this is not a model\n")
+    assert main(["hlmrf", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert re.match(re.escape(f"tractable hlmrf: error: `path` is not a readable .npz file: {path} ("), err)

@@ -198,3 +198,50 @@ def test_opinion_diffusion_psl_export(tmp_path):
     i = int(v[1:])
     assert party == ("L" if net.opinions[i] < 0 else "C") and float(val) == abs(net.opinions[i])
     assert set(paths) >= {"rules", "Intrinsic", "Pref"}
+
+
+def _saved_bytes(tmp_path) -> bytes:
+    m = HLMRF(2)
+    m.add_potential([0, 1], [1.0, -1.0])
+    m.save(tmp_path / "m.npz")
+    return (tmp_path / "m.npz").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (lambda good: good[: len(good) // 2], "(BadZipFile: File is not a zip file)"),  # truncated
+        (lambda good: b"", "(an empty file)."),
+        (lambda good: b"n_variables = 3\n", "(not a zip archive: it starts with b'n_vari')."),  # text renamed .npz
+    ],
+)
+def test_load_corrupt_file_is_a_value_error_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "broken.npz"
+    path.write_bytes(content(_saved_bytes(tmp_path)))
+    with pytest.raises(ValueError, match=re.escape(f"`path` is not a readable .npz file: {path} ")) as info:
+        HLMRF.load(path)
+    assert message in str(info.value)
+
+
+def test_load_npy_and_malformed_arrays(tmp_path):
+    np.save(tmp_path / "a.npy", np.zeros(3))
+    with pytest.raises(ValueError, match=re.escape("a single .npy array, not an .npz archive")):
+        HLMRF.load(tmp_path / "a.npy")
+    np.savez(tmp_path / "nv.npz", format=np.array("tractable.hlmrf"))  # no version
+    with pytest.raises(
+        ValueError, match=re.escape(f"`path` has no readable version; this version reads 1: {tmp_path}")
+    ):
+        HLMRF.load(tmp_path / "nv.npz")
+    _saved_bytes(tmp_path)
+    data = dict(np.load(tmp_path / "m.npz"))
+    np.savez(tmp_path / "n.npz", **{**data, "n_variables": np.array("two")})
+    with pytest.raises(ValueError, match=re.escape("`path` must hold a non-negative integer `n_variables`")):
+        HLMRF.load(tmp_path / "n.npz")
+    np.savez(tmp_path / "i.npz", **{**data, "pot_variables": np.array([0, 7])})
+    with pytest.raises(ValueError, match=re.escape(f"`path` holds an invalid tractable.hlmrf model: {tmp_path}")):
+        HLMRF.load(tmp_path / "i.npz")
+
+
+def test_load_missing_file_stays_an_os_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match=re.escape("absent.npz")):
+        HLMRF.load(tmp_path / "absent.npz")

@@ -13,6 +13,8 @@ CSR blocks and validate them with a few vectorized checks, so millions of terms 
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -547,45 +549,61 @@ class HLMRF:
 
     @classmethod
     def load(cls, path) -> HLMRF:
-        """Read a model written by :meth:`save`; raises ``ValueError`` for other or corrupt files."""
+        """Read a model written by :meth:`save`.
+
+        Raises
+        ------
+        OSError
+            The file cannot be opened (missing, unreadable, a directory).
+        ValueError
+            Naming the file: it is not an ``.npz`` archive (truncated, corrupt, another kind of file),
+            lacks an array of the format, has another format or version, or holds an invalid model.
+        """
+        arrays = _read_npz(path)
+        if "format" not in arrays or _scalar(arrays["format"], str) != FILE_FORMAT:
+            raise ValueError(f"`path` is not a {FILE_FORMAT} file: {path}.")
+        version = _scalar(arrays.get("version"), int)
+        if version != FILE_VERSION:
+            got = "no readable version" if version is None else f"file format version {version}"
+            raise ValueError(f"`path` has {got}; this version reads {FILE_VERSION}: {path}.")
+        missing = [k for k in _FILE_KEYS if k not in arrays]
+        if missing:
+            raise ValueError(f"`path` lacks the array {missing[0]!r} of the {FILE_FORMAT} format: {path}.")
+        n_variables = _scalar(arrays["n_variables"], int)
+        if n_variables is None or n_variables < 0:
+            raise ValueError(
+                f"`path` must hold a non-negative integer `n_variables`; got {arrays['n_variables']!r}: {path}."
+            )
+        model = cls(n_variables)
+        power = arrays["pot_power"]
+        if power.dtype.kind not in "iu":
+            raise ValueError(f"`power` must contain only 1 or 2; got an array of dtype {power.dtype}: {path}.")
+        bad = (power != 1) & (power != 2)
+        if np.any(bad):
+            raise ValueError(f"`power` must contain only 1 or 2; got {int(power[bad][0])}.")
+        senses = arrays["con_senses"]
+        if senses.dtype.kind not in "iu" or np.any((senses < 0) | (senses > 2)):
+            raise ValueError(f"`senses` must contain only the codes 0, 1, 2: {path}.")
         try:
-            data = np.load(os.fspath(path), allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise ValueError(f"`path` is not a readable .npz file: {path} ({err}).") from err
-        with data:
-            missing = [k for k in _FILE_KEYS if k not in data.files]
-            if "format" not in data.files or str(data["format"]) != FILE_FORMAT:
-                raise ValueError(f"`path` is not a {FILE_FORMAT} file: {path}.")
-            version = int(data["version"])
-            if version != FILE_VERSION:
-                raise ValueError(f"`path` has file format version {version}; this version reads {FILE_VERSION}.")
-            if missing:
-                raise ValueError(f"`path` lacks the array {missing[0]!r} of the {FILE_FORMAT} format: {path}.")
-            model = cls(int(data["n_variables"]))
-            power = data["pot_power"]
-            bad = (power != 1) & (power != 2)
-            if np.any(bad):
-                raise ValueError(f"`power` must contain only 1 or 2; got {int(power[bad][0])}.")
             model.add_potentials(
-                data["pot_indptr"],
-                data["pot_variables"],
-                data["pot_coefficients"],
-                data["pot_constants"],
-                data["pot_weights"],
+                arrays["pot_indptr"],
+                arrays["pot_variables"],
+                arrays["pot_coefficients"],
+                arrays["pot_constants"],
+                arrays["pot_weights"],
                 power == 2,
             )
-            senses = data["con_senses"]
-            if np.any((senses < 0) | (senses > 2)):
-                raise ValueError("`senses` must contain only the codes 0, 1, 2.")
             model.add_constraints(
-                data["con_indptr"],
-                data["con_variables"],
-                data["con_coefficients"],
-                data["con_constants"],
+                arrays["con_indptr"],
+                arrays["con_variables"],
+                arrays["con_coefficients"],
+                arrays["con_constants"],
                 np.array(SENSES)[senses],
             )
-            if data["fixed_variables"].size:
-                model.fix(data["fixed_variables"], data["fixed_values"])
+            if arrays["fixed_variables"].size:
+                model.fix(arrays["fixed_variables"], arrays["fixed_values"])
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"`path` holds an invalid {FILE_FORMAT} model: {path} ({err})") from err
         return model
 
     def __repr__(self) -> str:
@@ -593,6 +611,45 @@ class HLMRF:
             f"HLMRF(n_variables={self._n}, n_potentials={self._n_pot}, n_constraints={self._n_con}, "
             f"n_fixed={int(self._fixed_mask.sum())})"
         )
+
+
+class _NotNpz(ValueError):
+    """What :func:`_read_npz` found wrong before handing the file to numpy."""
+
+
+def _read_npz(path) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` file ``path``, read eagerly (no pickles).
+
+    ``OSError`` only when the file cannot be opened; any problem with its content (not a zip archive,
+    truncated, a corrupt or pickled member, a single ``.npy`` array) is a ``ValueError`` naming the file.
+    """
+    with open(os.fspath(path), "rb") as fh:  # a missing or unreadable file stays an OSError
+        try:
+            magic = fh.read(6)
+            fh.seek(0)
+            if magic == b"\x93NUMPY":
+                raise _NotNpz(f"a single .npy array, not an .npz archive of the {FILE_FORMAT} format")
+            if not magic:
+                raise _NotNpz("an empty file")
+            if not magic.startswith(b"PK"):
+                raise _NotNpz(f"not a zip archive: it starts with {magic!r}")
+            data = np.load(fh, allow_pickle=False)
+            with data:
+                return {key: data[key] for key in data.files}
+        except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as err:
+            reason = str(err).splitlines()[0] if str(err) else "no detail"
+            if not isinstance(err, _NotNpz):  # raised by numpy or zipfile: say which error
+                reason = f"{type(err).__name__}: {reason}"
+            raise ValueError(f"`path` is not a readable .npz file: {path} ({reason}).") from err
+
+
+def _scalar(arr, kind: type):
+    """The value of a 0-d array of ``kind`` (str or int), or None."""
+    if not isinstance(arr, np.ndarray) or arr.ndim != 0:
+        return None
+    if kind is str:
+        return str(arr) if arr.dtype.kind == "U" else None
+    return int(arr) if arr.dtype.kind in "iu" else None
 
 
 def _violation(values: np.ndarray, sense: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ A malformed file raises ``ValueError`` naming the file, the line and what was ex
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -49,6 +50,10 @@ __all__ = [
 ]
 
 
+#: The largest table :func:`read_uai` accepts: 2**36 entries, 512 GiB as float64 (its file would be larger).
+MAX_TABLE_ENTRIES = 2**36
+
+
 class _Tokens:
     """Whitespace-separated tokens of a file, with their line numbers, for precise error messages."""
 
@@ -66,6 +71,10 @@ class _Tokens:
                 self.lines.append(lineno)
         self.n_lines = max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
         self.pos = 0
+
+    def where(self) -> str:
+        """``"line N"`` of the next token (the last line at the end of the file)."""
+        return f"line {self.lines[self.pos] if self.pos < len(self.tokens) else self.n_lines}"
 
     def error(self, expected: str, got: str | None = None) -> ValueError:
         if self.pos < len(self.tokens):
@@ -147,6 +156,10 @@ def read_uai(path) -> FactorGraph:
         raise tok.error("the preamble MARKOV or BAYES")
     n = tok.int("the number of variables (a non-negative integer)")
     card = [tok.int(f"the cardinality of variable {i} (an integer >= 1)", minimum=1) for i in range(n)]
+    if any(c > MAX_TABLE_ENTRIES for c in card):
+        i = next(i for i, c in enumerate(card) if c > MAX_TABLE_ENTRIES)
+        tok.pos -= n - i
+        raise tok.error(f"the cardinality of variable {i} (at most 2**{MAX_TABLE_ENTRIES.bit_length() - 1})")
     n_factors = tok.int("the number of factors (a non-negative integer)")
     scopes = []
     for j in range(n_factors):
@@ -161,7 +174,13 @@ def read_uai(path) -> FactorGraph:
         scopes.append(scope)
     tables = []
     for j, scope in enumerate(scopes):
-        size = int(np.prod([card[v] for v in scope], dtype=np.int64))
+        size = math.prod(card[v] for v in scope)  # a Python int: never overflows
+        if size > MAX_TABLE_ENTRIES:
+            raise ValueError(
+                f"{tok.path}, {tok.where()}: table {j} declares {size} (about 2^{math.log2(size):.1f}) entries "
+                f"(cardinalities {[card[v] for v in scope]}); at most 2**{MAX_TABLE_ENTRIES.bit_length() - 1} "
+                "are supported."
+            )
         count = tok.int(f"the number of entries of table {j} ({size})", minimum=size, maximum=size)
         values = tok.floats(count, f"{count} numbers for table {j}")
         tables.append(values.reshape([card[v] for v in scope]))
