@@ -311,3 +311,25 @@ def test_a_new_factor_type_plugs_in_by_registering_one_handler():
         del HANDLERS[_Parity]
     with pytest.raises(TypeError, match="must be a subclass of tractable.Factor"):
         register(int, handler)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 8), seed=st.integers(0, 2**31))
+def test_factor_marginals_on_a_tree_are_the_exact_joint_marginals(n, seed):
+    rng = np.random.default_rng(seed)
+    fg = _random_tree_graph(rng, n, p_card=0.3)
+    card = [int(c) for c in fg.cardinalities]
+    ys = np.array(np.unravel_index(np.arange(int(np.prod(card))), card)).T
+    sc = fg.score(ys)
+    if not np.isfinite(sc).any():
+        return
+    p = np.exp(sc - sc.max())
+    p /= p.sum()
+    res = loopy(fg)
+    for fac, belief in zip(fg.factors, res.factor_marginals):
+        if isinstance(fac, CardinalityFactor):
+            assert belief is None
+            continue
+        joint = np.zeros(tuple(card[v] for v in fac.variables))
+        np.add.at(joint, tuple(ys[:, v] for v in fac.variables), p)
+        assert_allclose(belief, joint, atol=TOL)

@@ -38,6 +38,7 @@ def _no_mass(where: str) -> ZeroPartitionError:
 class _TableGroup:
     tables: np.ndarray  # (F, c_1, ..., c_k)
     edges: tuple  # k arrays of shape (F,)
+    pos: np.ndarray  # (F,) positions of the factors in the list given to compile
 
 
 class TableMessages(FactorMessages):
@@ -45,14 +46,27 @@ class TableMessages(FactorMessages):
 
     def compile(self, factors, edges, cardinalities):
         by_shape: dict = {}
-        for fac, e in zip(factors, edges):
-            by_shape.setdefault(fac.log_table.shape, []).append((fac.log_table, e))
+        for i, (fac, e) in enumerate(zip(factors, edges)):
+            by_shape.setdefault(fac.log_table.shape, []).append((fac.log_table, e, i))
         groups = []
         for items in by_shape.values():
-            tables = np.stack([t for t, _ in items])
-            ed = np.stack([e for _, e in items])  # (F, k)
-            groups.append(_TableGroup(tables, tuple(ed[:, j].copy() for j in range(ed.shape[1]))))
+            tables = np.stack([t for t, _, _ in items])
+            ed = np.stack([e for _, e, _ in items])  # (F, k)
+            pos = np.array([i for _, _, i in items], dtype=np.int64)
+            groups.append(_TableGroup(tables, tuple(ed[:, j].copy() for j in range(ed.shape[1])), pos))
         return tuple(groups)
+
+    def factor_beliefs(self, compiled, incoming, kind):
+        out: list = [None] * int(sum(g.pos.shape[0] for g in compiled))
+        for g in compiled:
+            x = self._incoming(g, incoming)
+            flat = x.reshape(x.shape[0], -1)
+            top = logsumexp(flat, axis=1, keepdims=True) if kind == "sum" else flat.max(axis=1, keepdims=True)
+            b = np.exp(flat - top)
+            b /= b.sum(axis=1, keepdims=True)
+            for row, i in enumerate(g.pos):
+                out[i] = b[row].reshape(x.shape[1:])
+        return out
 
     @staticmethod
     def _incoming(g: _TableGroup, incoming: np.ndarray, skip: int = -1) -> np.ndarray:

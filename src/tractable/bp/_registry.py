@@ -67,6 +67,15 @@ class FactorMessages(ABC):
         Bethe estimate of ``log Z`` adds these up (Yedidia et al. 2005, at a fixed point).
         """
 
+    def factor_beliefs(self, compiled, incoming: np.ndarray, kind: str) -> list | None:
+        """Each factor's belief ``∝ exp(psi_f(y_f) + sum_v incoming[e(f, v), y_v])`` as a dense table normalized
+        to sum 1 (sum-product; for max-product the max-marginal belief, also scaled to sum 1), in the order of
+        the factors given to :meth:`compile` (an entry may be ``None``: too large to materialize).
+
+        The default returns ``None``: no beliefs for this factor type. Handlers of small factors override it.
+        """
+        return None
+
 
 #: factor type -> its message handler
 HANDLERS: dict[type, FactorMessages] = {}

@@ -21,6 +21,11 @@ class BPResult:
         ``max_{y: y_i = s} p(y)``, rescaled to sum to 1. ``(n, 2)`` for binary models.
     log_partition : float
         Sum-product: the Bethe approximation of ``log Z`` (exact on trees). NaN for max-product.
+    factor_marginals : tuple
+        One entry per factor of ``fg.factors``, in order: the factor's belief over its variables as a
+        table of shape ``(card_v1, ..., card_vk)`` summing to 1 (max-product: max-marginal beliefs,
+        scaled to sum 1), read-only; ``None`` for factors whose beliefs are not materialized
+        (cardinality factors, factors over no variable). On a tree, exact joint marginals.
     assignment : ndarray of shape (n,), int64
         The most likely state of every variable under its belief (max-product: the MAP on a tree
         without ties).
@@ -37,6 +42,7 @@ class BPResult:
 
     marginals: np.ndarray | tuple
     log_partition: float
+    factor_marginals: tuple
     assignment: np.ndarray
     score: float
     kind: str

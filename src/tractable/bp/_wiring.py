@@ -33,9 +33,9 @@ class Wiring:
         Entries past the edge variable's cardinality.
     incidence : scipy.sparse.csr_matrix of shape (n, n_edges)
         ``incidence[v, e] = 1`` when edge ``e`` belongs to variable ``v`` (sums messages per variable).
-    groups : tuple of (handler, compiled, edge ids)
+    groups : tuple of (handler, compiled, edge ids, factor indices)
         Factors grouped by handler (all at once, for the parallel schedule) or one factor per group
-        (for the sequential schedule).
+        (for the sequential schedule); the indices are the factors' positions in ``fg.factors``.
     """
 
     cardinalities: np.ndarray
@@ -59,7 +59,7 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
     edge_var: list = []
     by_handler: dict = {}
     order: list = []
-    for fac in fg.factors:
+    for fi, fac in enumerate(fg.factors):
         vars_ = np.asarray(fac.variables, dtype=np.int64)
         if vars_.shape[0] == 0:
             constant += float(fac.to_table())
@@ -71,15 +71,19 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
         eids = np.arange(len(edge_var), len(edge_var) + vars_.shape[0], dtype=np.int64)
         edge_var.extend(vars_.tolist())
         handler = handler_for(type(fac))
-        by_handler.setdefault(id(handler), (handler, [], []))
+        by_handler.setdefault(id(handler), (handler, [], [], []))
         by_handler[id(handler)][1].append(fac)
         by_handler[id(handler)][2].append(eids)
-        order.append((handler, fac, eids))
+        by_handler[id(handler)][3].append(fi)
+        order.append((handler, fac, eids, fi))
     ev = np.asarray(edge_var, dtype=np.int64)
     if per_factor:
-        groups = tuple((h, h.compile([fac], [e], card), e) for h, fac, e in order)
+        groups = tuple((h, h.compile([fac], [e], card), e, (fi,)) for h, fac, e, fi in order)
     else:
-        groups = tuple((h, h.compile(facs, eids, card), np.concatenate(eids)) for h, facs, eids in by_handler.values())
+        groups = tuple(
+            (h, h.compile(facs, eids, card), np.concatenate(eids), tuple(fis))
+            for h, facs, eids, fis in by_handler.values()
+        )
     pad = states[None, :] >= card[ev][:, None] if ev.size else np.zeros((0, width), dtype=bool)
     incidence = sp.csr_matrix((np.ones(ev.shape[0]), (ev, np.arange(ev.shape[0]))), shape=(n, ev.shape[0]))
     for arr in (card, prior, ev, pad):

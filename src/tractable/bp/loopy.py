@@ -30,7 +30,7 @@ from .._results import (
     warn_stopped,
 )
 from .._validate import check_choice, check_int, check_positive, check_rng
-from ..factorgraph import FactorGraph
+from ..factorgraph import FactorGraph, TableFactor
 from . import _messages, _recursive  # noqa: F401  (register the built-in factor types)
 from ._result import BPResult
 from ._wiring import Wiring, compile_graph
@@ -79,7 +79,7 @@ class _Beliefs:
 
 
 def _factor_messages(group, mu: np.ndarray, kind: str, pad: np.ndarray) -> np.ndarray:
-    handler, compiled, eids = group
+    handler, compiled, eids, _ = group
     out = np.full_like(mu, -np.inf)
     handler.messages(compiled, mu, out, kind)
     new = out[eids]
@@ -249,6 +249,10 @@ def loopy(
     return _finish(fg, wiring, nu, kind, status, n_iter, residual, t0)
 
 
+def card_of(wiring: Wiring, fac) -> int:
+    return int(wiring.cardinalities[int(fac.variables[0])])
+
+
 def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
     beliefs = _Beliefs(wiring, nu)
     total = beliefs.total()
@@ -258,7 +262,7 @@ def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
         log_b = total - logsumexp(total, axis=1, keepdims=True)
         mu = beliefs.cavity(np.arange(nu.shape[0]), nu, kind)
         log_z = wiring.constant + float(logsumexp(total, axis=1).sum())
-        for handler, compiled, _ in wiring.groups:
+        for handler, compiled, _, _ in wiring.groups:
             log_z += handler.log_partition(compiled, mu)
         if nu.shape[0]:
             log_z -= float(logsumexp(mu + nu, axis=1).sum())
@@ -267,6 +271,15 @@ def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
         log_z = float("nan")
     b = np.exp(log_b)
     b /= b.sum(axis=1, keepdims=True)
+    factor_m: list = [None] * len(fg.factors)
+    mu_all = beliefs.cavity(np.arange(nu.shape[0]), nu, kind) if nu.shape[0] else nu
+    for handler, compiled, _, fis in wiring.groups:
+        tables = handler.factor_beliefs(compiled, mu_all, kind)
+        for fi, table in zip(fis, tables or ()):
+            factor_m[fi] = None if table is None else frozen_array(table)
+    for fi, fac in enumerate(fg.factors):  # single-variable tables were folded into the prior
+        if factor_m[fi] is None and isinstance(fac, TableFactor) and len(fac.variables) == 1:
+            factor_m[fi] = frozen_array(b[int(fac.variables[0]), : card_of(wiring, fac)])
     card = wiring.cardinalities
     marg = frozen_marginals([b[i, : card[i]] for i in range(card.shape[0])]) if card.size else frozen_marginals([])
     assignment = np.argmax(np.where(np.isneginf(total), -np.inf, log_b), axis=1).astype(np.int64)
@@ -278,6 +291,7 @@ def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
     return BPResult(
         marginals=marg,
         log_partition=log_z,
+        factor_marginals=tuple(factor_m),
         assignment=frozen_array(assignment),
         score=score,
         kind=kind,
