@@ -63,9 +63,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._numba import njit
-from .._validate import as_float_array, as_index_array, check_choice
 from . import _kernels
-from .updates import KINDS
+from .updates import KINDS, _check_term_batch
 
 __all__ = ["term_minimum_reference", "term_minima"]
 
@@ -311,28 +310,10 @@ def term_minima(kind, indptr, coefficients, constants, weights, y) -> np.ndarray
     -------
     ndarray of shape (n_terms,)
     """
-    indptr = as_index_array(indptr, "indptr")
-    coefficients = as_float_array(coefficients, "coefficients", ndim=1, allow_neginf=False)
-    y = as_float_array(y, "y", ndim=1, allow_neginf=False)
-    constants = as_float_array(constants, "constants", ndim=1, allow_neginf=False)
-    weights = as_float_array(weights, "weights", ndim=1, allow_neginf=False)
+    indptr, coefficients, y, constants, weights, codes = _check_term_batch(
+        kind, indptr, coefficients, constants, weights, y, "y"
+    )
     n_terms = indptr.size - 1
-    if isinstance(kind, str):
-        kind = [kind] * n_terms
-    for k in set(kind):
-        check_choice(k, "kind", KINDS)
-    codes = np.array([KINDS.index(k) for k in kind], dtype=np.int8)
-    if (
-        indptr.size < 1
-        or indptr[0] != 0
-        or np.any(np.diff(indptr) < 0)
-        or indptr[-1] != coefficients.size
-        or y.size != coefficients.size
-        or constants.size != n_terms
-        or weights.size != n_terms
-        or codes.size != n_terms
-    ):
-        raise ValueError("`indptr`, `coefficients`, `y`, `constants`, `weights` and `kind` have inconsistent sizes.")
     out = np.empty(n_terms)
     batch_term_minima(indptr, coefficients, constants, weights, codes, y, out)
     return out

@@ -86,6 +86,39 @@ def local_update_reference(kind: str, d, c, b: float, weight: float, rho: float)
     return x_of(lam)
 
 
+def _check_term_batch(kind, indptr, coefficients, constants, weights, vec, vec_name: str):
+    """Validate a batch of terms in CSR form plus one per-entry vector (``d`` or ``y``).
+
+    Returns ``(indptr, coefficients, vec, constants, weights, codes)`` as arrays for the kernels,
+    ``codes`` the int8 index of each term's kind in :data:`KINDS`.
+    """
+    indptr = as_index_array(indptr, "indptr")
+    coefficients = as_float_array(coefficients, "coefficients", ndim=1, allow_neginf=False)
+    vec = as_float_array(vec, vec_name, ndim=1, allow_neginf=False)
+    n_terms = indptr.size - 1
+    constants = as_float_array(constants, "constants", ndim=1, allow_neginf=False)
+    weights = as_float_array(weights, "weights", ndim=1, allow_neginf=False)
+    if isinstance(kind, str):
+        kind = [kind] * n_terms
+    for k in set(kind):
+        check_choice(k, "kind", KINDS)
+    codes = np.array([KINDS.index(k) for k in kind], dtype=np.int8)
+    if (
+        indptr.size < 1
+        or indptr[0] != 0
+        or np.any(np.diff(indptr) < 0)
+        or indptr[-1] != coefficients.size
+        or vec.size != coefficients.size
+        or constants.size != n_terms
+        or weights.size != n_terms
+        or codes.size != n_terms
+    ):
+        raise ValueError(
+            f"`indptr`, `coefficients`, `{vec_name}`, `constants`, `weights` and `kind` have inconsistent sizes."
+        )
+    return indptr, coefficients, vec, constants, weights, codes
+
+
 def local_updates(kind, indptr, coefficients, constants, weights, d, *, rho: float = 1.0) -> np.ndarray:
     """Solve a batch of local problems with the compiled kernel.
 
@@ -108,28 +141,9 @@ def local_updates(kind, indptr, coefficients, constants, weights, d, *, rho: flo
         The minimizers, concatenated like ``d``.
     """
     rho = check_positive(rho, "rho")
-    indptr = as_index_array(indptr, "indptr")
-    coefficients = as_float_array(coefficients, "coefficients", ndim=1, allow_neginf=False)
-    d = as_float_array(d, "d", ndim=1, allow_neginf=False)
-    n_terms = indptr.size - 1
-    constants = as_float_array(constants, "constants", ndim=1, allow_neginf=False)
-    weights = as_float_array(weights, "weights", ndim=1, allow_neginf=False)
-    if isinstance(kind, str):
-        kind = [kind] * n_terms
-    for k in set(kind):
-        check_choice(k, "kind", KINDS)
-    codes = np.array([KINDS.index(k) for k in kind], dtype=np.int8)
-    if (
-        indptr.size < 1
-        or indptr[0] != 0
-        or np.any(np.diff(indptr) < 0)
-        or indptr[-1] != coefficients.size
-        or d.size != coefficients.size
-        or constants.size != n_terms
-        or weights.size != n_terms
-        or codes.size != n_terms
-    ):
-        raise ValueError("`indptr`, `coefficients`, `d`, `constants`, `weights` and `kind` have inconsistent sizes.")
+    indptr, coefficients, d, constants, weights, codes = _check_term_batch(
+        kind, indptr, coefficients, constants, weights, d, "d"
+    )
     out = np.empty_like(d)
     _kernels.batch_local_updates(indptr, coefficients, constants, weights, codes, d, rho, out)
     return out
