@@ -93,3 +93,54 @@ class BinaryEnumeration:
     def subset_count_marginals(self, subsets):
         """``P(sum y[s] = k)`` for each subset ``s``."""
         return [np.bincount(self.ys[:, list(s)].sum(1), weights=self.p, minlength=len(s) + 1) for s in subsets]
+
+
+def brute_factor_messages(log_table, incoming, kind):
+    """Factor-to-variable log messages and log Z_f of a dense factor by enumerating its table.
+
+    ``m_i(y) = op_{x: x_i = y} log_table(x) + sum_{j != i} incoming[j, x_j]`` with ``op`` log-sum-exp
+    (``kind="sum"``) or max, and ``log Z_f = logsumexp_x log_table(x) + sum_j incoming[j, x_j]``.
+
+    Parameters
+    ----------
+    log_table : ndarray of shape (c_1, ..., c_d)
+    incoming : ndarray of shape (d, max c)
+        Log messages variable -> factor (entries past ``c_j`` unused).
+
+    Returns
+    -------
+    messages : ndarray of shape (d, max c)
+        ``-inf`` past each variable's cardinality.
+    log_z : float
+    """
+    t = np.asarray(log_table, dtype=np.float64)
+    d = t.ndim
+    xs = np.array(list(itertools.product(*[range(c) for c in t.shape])), dtype=np.int64).reshape(-1, d)
+    base = t[tuple(xs.T)]
+    inc = np.asarray(incoming, dtype=np.float64)
+    terms = np.stack([inc[j, xs[:, j]] for j in range(d)], axis=1) if d else np.zeros((1, 0))
+    out = np.full((d, inc.shape[1]), -np.inf)
+    for i in range(d):
+        rest = base + terms.sum(axis=1) - terms[:, i] if np.isfinite(terms[:, i]).all() else None
+        if rest is None:  # -inf incoming entries: sum the others explicitly (never -inf - -inf)
+            rest = base + np.delete(terms, i, axis=1).sum(axis=1)
+        for y in range(t.shape[i]):
+            sel = rest[xs[:, i] == y]
+            out[i, y] = logsumexp(sel) if kind == "sum" else sel.max()
+    return out, float(logsumexp(base + terms.sum(axis=1)))
+
+
+def random_nested(rng, items, depth=0):
+    """A random nested family of subsets of ``items``: split into groups, recurse, keep some groups."""
+    out = []
+    if len(items) == 0:
+        return out
+    if rng.random() < 0.8 or depth == 0:
+        out.append(list(items))
+    if len(items) > 1 and depth < 4:
+        cuts = np.sort(
+            rng.choice(np.arange(1, len(items)), size=rng.integers(1, min(3, len(items) - 1) + 1), replace=False)
+        )
+        for part in np.split(np.array(items), cuts):
+            out += random_nested(rng, list(part), depth + 1)
+    return out

@@ -9,24 +9,8 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy.stats import chisquare
 
-from _oracles import BinaryEnumeration
+from _oracles import BinaryEnumeration, random_nested
 from tractable.cardinality import RecursiveCardinalityModel, marginals
-
-
-def random_nested(rng, items, depth=0):
-    """A random nested family over ``items``: split into groups, recurse, keep some groups."""
-    out = []
-    if len(items) == 0:
-        return out
-    if rng.random() < 0.8 or depth == 0:
-        out.append(list(items))
-    if len(items) > 1 and depth < 4:
-        cuts = np.sort(
-            rng.choice(np.arange(1, len(items)), size=rng.integers(1, min(3, len(items) - 1) + 1), replace=False)
-        )
-        for part in np.split(np.array(items), cuts):
-            out += random_nested(rng, list(part), depth + 1)
-    return out
 
 
 @st.composite
