@@ -311,3 +311,11 @@ def test_factor_marginals_on_a_tree_are_the_exact_joint_marginals(n, seed):
         joint = np.zeros(tuple(card[v] for v in fac.variables))
         np.add.at(joint, tuple(ys[:, v] for v in fac.variables), p)
         assert_allclose(belief, joint, atol=TOL)
+
+
+def test_evidence_on_a_forbidden_state_is_a_zero_partition_not_a_result():
+    fg = FactorGraph([2, 2])
+    fg.add_factor(TableFactor([0], [0.0, -np.inf]))
+    fg.add_factor(TableFactor([0, 1], np.zeros((2, 2))))
+    with pytest.raises(ZeroPartitionError, match=re.escape("the graph's constant is -inf")):
+        loopy(fg.condition({0: 1}))

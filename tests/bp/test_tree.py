@@ -141,3 +141,11 @@ def test_compiled_forest_reuses_one_structure(seed):
         node, edge, logz = forest_marginals(forest, u, np.concatenate(pw))
         ref = tree_marginals_batch(u, [m[1] for m in models], pw)
         assert_allclose(node, ref.node_marginals, atol=TOL) and assert_allclose(logz, ref.log_partition, atol=TOL)
+
+
+def test_batch_arguments_must_agree_in_length():
+    message = "`edges` and `pairwise` must have one entry per model (2); got 1 and 2."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tree_marginals_batch(np.zeros((2, 3, 2)), [np.zeros((0, 2))], [np.zeros((0, 2, 2))] * 2)
+    with pytest.raises(ValueError, match=re.escape("`pairwise[0]` must have shape (1, 2, 2); got (1, 3, 3).")):
+        tree_marginals_batch(np.zeros((1, 3, 2)), [[[0, 1]]], [np.zeros((1, 3, 3))])

@@ -251,3 +251,17 @@ def test_gibbs_time_limit_warns():
         res = gibbs(fg, 10**8, time_limit=0.05, rng=0)
     assert res.status == "time_limit_reached" and res.n_sweeps < 10**8
     assert any(issubclass(c.category, ConvergenceWarning) for c in caught)
+
+
+def test_init_must_be_a_binary_state_of_the_right_shape():
+    fg = _mmp_model(0)
+    with pytest.raises(ValueError, match=re.escape("`init` must be a 0/1 array of shape (10,); got (3,).")):
+        gibbs(fg, 10, init=[0, 1, 0])
+    with pytest.raises(ValueError, match=re.escape("`init` must be a 0/1 array of shape (10,)")):
+        adaptive_mmp(fg, init=np.full(10, 2))
+    with pytest.raises(TypeError, match=re.escape("the Gibbs sampler handles TableFactor and CardinalityFactor")):
+        from tractable import RecursiveCardinalityFactor
+
+        bad = FactorGraph([2, 2])
+        bad.add_factor(RecursiveCardinalityFactor([0, 1], [[0, 1]], [[0.0, 0.0, 0.0]]))
+        gibbs(bad, 10)
