@@ -17,6 +17,10 @@ PUBLIC = {
         "BPResult", "FactorMessages", "HANDLERS", "TreeMarginals", "TreeMarginalsBatch", "loopy", "register",
         "tree_map", "tree_marginals", "tree_marginals_batch",
     ],
+    "tractable.psl": [
+        "ArithmeticRule", "EVALUATORS", "GroundModel", "LogicalRule", "Model", "PARTITIONS", "evaluate_predicate",
+        "parse_rule", "parse_rules",
+    ],
     "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
     "tractable.crf": [
         "ConditionalChowLiu", "ESSCRF", "METHODS", "RelationalESSCRF", "RelationalGraph", "TreeCRF", "chow_liu_tree",

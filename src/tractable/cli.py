@@ -20,6 +20,7 @@ SUBCOMMANDS: list[str] = [
     "tractable.exact._cli:register",
     "tractable.clique._cli:register",
     "tractable.hlmrf._cli:register",
+    "tractable.psl._cli:register",
 ]
 
 

@@ -18,6 +18,7 @@ DEMOS: list[tuple[str, str]] = [
     ("clique MAP", "tractable.clique._demo:demo_rows"),
     ("cardinality", "tractable.cardinality._demo:demo_rows"),
     ("HL-MRF", "tractable.hlmrf._demo:demo_rows"),
+    ("PSL", "tractable.psl._demo:demo_rows"),
     ("belief propagation", "tractable.bp._demo:demo_rows"),
     ("sampling", "tractable.sampling._demo:demo_rows"),
     ("tree CRFs", "tractable.crf._demo:demo_rows"),

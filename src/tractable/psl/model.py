@@ -1,0 +1,545 @@
+"""The PSL front end's model: predicates, rules and data in, a hinge-loss MRF and inferred values out.
+
+A :class:`Model` keeps its declarations in Python and its data in DuckDB (in memory, or in a database
+file given as ``database=`` so that data larger than memory work). :meth:`Model.ground` builds one
+table of ground atoms per predicate (targets and observations of open predicates numbered as HL-MRF
+variables, observed ones fixed), grounds every rule by one SQL query (:mod:`tractable.psl.grounding`)
+and adds the resulting CSR blocks to an :class:`~tractable.hlmrf.HLMRF`. :meth:`Model.infer` solves it
+with :func:`tractable.hlmrf.solve` and returns one data frame per open predicate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ..hlmrf import HLMRF, MPEResult, solve
+from .data import load_source
+from .grounding import Predicate, check_rule, ground_rule
+from .parser import Comparison, Constant, LogicalRule, parse_rule, parse_rules
+
+__all__ = ["GroundModel", "Model", "PARTITIONS"]
+
+#: data partitions of a predicate, as PSL names them
+PARTITIONS = ("observations", "targets", "truth")
+_NAME = re.compile(r"[A-Za-z$_][A-Za-z0-9$_]*$")
+
+
+@dataclass(frozen=True)
+class GroundModel:
+    """A grounded PSL program.
+
+    Attributes
+    ----------
+    hlmrf : HLMRF
+        One variable per atom of an open predicate (targets free, observations fixed).
+    rule_counts : tuple of (str, int, int)
+        Per rule: its text, the number of ground potentials and of ground constraints.
+    offset : float
+        Weighted distance of the ground rules without free atoms (a constant the solver cannot change).
+    time : float
+        Seconds spent grounding (data loading included).
+    load_time : float
+        Seconds spent reading the data into DuckDB's atom tables.
+    rule_times : tuple of float
+        Seconds spent grounding each rule (its SQL query and array operations).
+    atoms : pandas.DataFrame
+        One row per HL-MRF variable: ``predicate`` (declared name), ``arguments`` (tuple of str),
+        ``variable`` (index), ``fixed_value`` (the observed value, NaN for targets) and ``in_rules``
+        (whether a ground rule uses it; a target in no ground rule keeps the default value 0). Built on
+        first access from arrays kept at grounding time.
+    """
+
+    hlmrf: HLMRF
+    rule_counts: tuple
+    offset: float
+    time: float
+    load_time: float = 0.0
+    rule_times: tuple = ()
+    _atom_parts: tuple = field(default=((), (), None), repr=False, compare=False)
+
+    @cached_property
+    def atoms(self):
+        import pandas as pd
+
+        strings, parts, used = self._atom_parts
+        frames = []
+        for name, arg_ids, var, free, vals in parts:
+            args = list(zip(*(strings[ids].tolist() for ids in arg_ids)))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "predicate": name,
+                        "arguments": pd.Series(args, dtype=object),
+                        "variable": var,
+                        "fixed_value": np.where(free, np.nan, vals),
+                        "in_rules": used[var],
+                    }
+                )
+            )
+        cols = ["predicate", "arguments", "variable", "fixed_value", "in_rules"]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+
+    @property
+    def n_potentials(self) -> int:
+        return self.hlmrf.n_potentials
+
+    @property
+    def n_constraints(self) -> int:
+        return self.hlmrf.n_constraints
+
+
+def _truthy(v) -> bool:
+    return v is True or (isinstance(v, str) and v.strip().lower() == "true")
+
+
+class Model:
+    """A PSL program: predicates, rules and data; grounded in DuckDB and solved by ADMM.
+
+    Parameters
+    ----------
+    database : str or os.PathLike, optional
+        A DuckDB database file that holds the atom tables (created if missing; tables of earlier
+        models in it are replaced). Default: an in-memory database.
+
+    Attributes
+    ----------
+    solve_options : dict
+        Options passed to :func:`tractable.hlmrf.solve` by :meth:`infer` (set from a JSON
+        configuration's ``options``; arguments of :meth:`infer` take precedence).
+    ignored_options : list of str
+        Options of a configuration that have no meaning here (reported with a warning).
+    evaluators : dict
+        Predicate key -> list of evaluator names from a JSON configuration.
+
+    Examples
+    --------
+    Example 1 of Bach et al. (2012): a voter whose two friends vote 0.9 and 0.6 for two parties.
+
+    >>> import pandas as pd
+    >>> from tractable.psl import Model
+    >>> m = Model()
+    >>> m.add_predicate("Friend", 2, closed=True)
+    >>> m.add_predicate("Votes", 2, closed=False)
+    >>> _ = m.add_rule("1: Friend(A, B) & Votes(B, P) -> Votes(A, P) ^2")
+    >>> _ = m.add_rule("Votes(A, +P) = 1 .")
+    >>> m.add_data("Friend", "observations", pd.DataFrame([["me", "f1"], ["me", "f2"]]))
+    >>> m.add_data("Votes", "observations", pd.DataFrame([["f1", "L", 0.9], ["f1", "C", 0.1],
+    ...                                                   ["f2", "L", 0.4], ["f2", "C", 0.6]]))
+    >>> m.add_data("Votes", "targets", pd.DataFrame([["me", "L"], ["me", "C"]]))
+    >>> pred, res = m.infer(eps_abs=1e-8, eps_rel=1e-8, gap_tol=1e-9)
+    >>> pred["Votes"].set_index(1)["value"].round(2).to_dict()
+    {'C': 0.35, 'L': 0.65}
+    """
+
+    def __init__(self, database=None) -> None:
+        import duckdb
+
+        if database is not None and not isinstance(database, (str, os.PathLike)):
+            raise TypeError(f"`database` must be None or a file path; got {type(database).__name__}.")
+        self.database = None if database is None else os.fspath(database)
+        self._con = duckdb.connect(self.database or ":memory:")
+        self._preds: dict[str, Predicate] = {}
+        self._rules: list = []
+        self._data: dict[tuple[str, str], list] = {}
+        self._ground: GroundModel | None = None
+        self._predictions: dict | None = None
+        self.solve_options: dict = {}
+        self.ignored_options: list[str] = []
+        self.evaluators: dict = {}
+
+    # ------------------------------------------------------------------ declarations
+    def add_predicate(self, name: str, arity: int, *, closed: bool = False) -> None:
+        """Declare a predicate.
+
+        Parameters
+        ----------
+        name : str
+            An identifier; matched case-insensitively in rules.
+        arity : int
+            Number of arguments (>= 1).
+        closed : bool, default False
+            A closed predicate is fully observed; an open one has targets to infer.
+        """
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(f"`name` must be an identifier (letters, digits, _ and $); got {name!r}.")
+        if isinstance(arity, bool) or not isinstance(arity, (int, np.integer)) or arity < 1:
+            raise ValueError(f"`arity` must be an integer >= 1; got {arity!r}.")
+        if not isinstance(closed, (bool, np.bool_)):
+            raise TypeError(f"`closed` must be a bool; got {closed!r}.")
+        key = name.lower()
+        if key in self._preds:
+            raise ValueError(f"`name` {name!r}: the predicate {self._preds[key].key} is already declared.")
+        self._preds[key] = Predicate(name, int(arity), bool(closed), f"psl_p{len(self._preds)}")
+        self._changed()
+
+    @property
+    def predicates(self) -> dict:
+        """Declared predicates: ``"Name/arity"`` -> ``{"arity", "closed"}``."""
+        return {p.key: {"arity": p.arity, "closed": p.closed} for p in self._preds.values()}
+
+    @property
+    def rules(self) -> tuple:
+        """The parsed rules (:class:`~tractable.psl.parser.LogicalRule` / ``ArithmeticRule``)."""
+        return tuple(self._rules)
+
+    def add_rule(self, text: str):
+        """Parse one rule and add it; its predicates must be declared.
+
+        Returns
+        -------
+        LogicalRule or ArithmeticRule
+        """
+        rule = parse_rule(text)
+        check_rule(rule, self._preds)
+        self._rules.append(rule)
+        self._changed()
+        return rule
+
+    def add_rules(self, path) -> list:
+        """Add every rule of a ``.psl`` file (comments start with ``#`` or ``//``).
+
+        Returns
+        -------
+        list of LogicalRule or ArithmeticRule
+        """
+        with open(os.fspath(path), encoding="utf-8") as fh:
+            text = fh.read()
+        try:
+            rules = parse_rules(text)
+        except ValueError as err:
+            raise ValueError(f"{os.fspath(path)}: {err}") from None
+        for r in rules:
+            check_rule(r, self._preds)
+        self._rules.extend(rules)
+        self._changed()
+        return rules
+
+    def _pred(self, predicate: str) -> Predicate:
+        if not isinstance(predicate, str):
+            raise TypeError(f"`predicate` must be a predicate name; got {type(predicate).__name__}.")
+        name = predicate.split("/")[0].lower()
+        p = self._preds.get(name)
+        if p is None or ("/" in predicate and predicate.split("/")[1] != str(p.arity)):
+            known = ", ".join(q.key for q in self._preds.values()) or "none"
+            raise ValueError(f"`predicate` {predicate!r} is not declared (declared: {known}).")
+        return p
+
+    def add_data(self, predicate: str, partition: str, data) -> None:
+        """Add ground atoms of a predicate to a partition.
+
+        Parameters
+        ----------
+        predicate : str
+            A declared predicate's name (or ``"Name/arity"``).
+        partition : {"observations", "targets", "truth"}
+        data : str, os.PathLike or pandas.DataFrame
+            A tab-separated file (arguments, then an optional value, default 1.0) or a data frame with
+            the arguments in its first columns and an optional value column last. Files are read when
+            the model is grounded.
+        """
+        import pandas as pd
+
+        p = self._pred(predicate)
+        if partition not in PARTITIONS:
+            raise ValueError(f"`partition` must be one of {', '.join(PARTITIONS)}; got {partition!r}.")
+        if partition == "targets" and p.closed:
+            raise ValueError(f"`partition` 'targets' for the closed predicate {p.key}: closed predicates have none.")
+        if isinstance(data, pd.DataFrame):
+            if data.shape[1] not in (p.arity, p.arity + 1):
+                raise ValueError(
+                    f"`data` for the {partition} of {p.key} must have {p.arity} argument columns and optionally "
+                    f"a value column; got {data.shape[1]} columns."
+                )
+            data = data.copy()
+        elif isinstance(data, (str, os.PathLike)):
+            data = os.fspath(data)
+            if not os.path.isfile(data):
+                raise OSError(f"data file for the {partition} of {p.key} not found: {data}")
+        else:
+            raise TypeError(f"`data` must be a file path or a pandas DataFrame; got {type(data).__name__}.")
+        self._data.setdefault((p.name.lower(), partition), []).append(data)
+        self._changed()
+
+    def _changed(self) -> None:
+        self._ground = None
+        self._predictions = None
+
+    # ------------------------------------------------------------------ grounding
+    def _load(self) -> int:
+        """Create the atom tables; return the number of HL-MRF variables.
+
+        Arguments are dictionary-encoded: ``psl_dict`` numbers every constant of the data and of the
+        rules in string order (so that ``<`` on ids is ``<`` on strings), and the atom tables hold
+        BIGINT ids, which DuckDB joins about twice as fast as strings. Observations are grouped by atom
+        (a repeated atom must repeat its value), targets made distinct.
+        """
+        con = self._con
+        for key, p in self._preds.items():
+            for part in ("observations", "targets", "truth"):
+                self._load_partition(p, part, self._data.get((key, part), []))
+        self._build_dictionary()
+        offset = 0
+        for p in self._preds.values():
+            args = ", ".join(f"a{i}" for i in range(p.arity))
+            ids = ", ".join(f"d{i}.id AS a{i}" for i in range(p.arity))
+
+            def encoded(part: str, p=p, ids=ids) -> str:
+                joins = " ".join(f"JOIN psl_dict AS d{i} ON d{i}.s = r.a{i}" for i in range(p.arity))
+                return f"SELECT {ids}, r.value FROM {p.table}_{part} AS r {joins}"
+
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE psl_obs AS SELECT {args}, min(value) AS value, max(value) AS vmax "
+                f"FROM ({encoded('observations')}) GROUP BY {args}"
+            )
+            dup = con.execute(f"SELECT {args} FROM psl_obs WHERE vmax <> value LIMIT 1").fetchone()
+            if dup:
+                raise ValueError(
+                    f"the observations of {p.key} list the atom {p.name}{self._decode(dup)} twice with different "
+                    "values."
+                )
+            if p.closed:
+                con.execute(
+                    f"CREATE OR REPLACE TABLE {p.table} AS SELECT {args}, value, CAST(-1 AS BIGINT) AS var, "
+                    "false AS free FROM psl_obs"
+                )
+                continue
+            con.execute(f"CREATE OR REPLACE TEMP TABLE psl_tgt AS SELECT DISTINCT {args} FROM ({encoded('targets')})")
+            both = con.execute(f"SELECT {args} FROM psl_obs JOIN psl_tgt USING ({args}) LIMIT 1").fetchone()
+            if both:
+                raise ValueError(
+                    f"the atom {p.name}{self._decode(both)} is both observed and a target of {p.key}; "
+                    "an atom is either observed or inferred."
+                )
+            # variables in a deterministic order (targets, then observations, each by argument ids): a sorted
+            # table numbered by its row ids (a parallel sort, unlike a window function)
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE psl_sorted AS SELECT * FROM ("
+                f"SELECT {args}, 0.0 AS value, true AS free FROM psl_tgt UNION ALL "
+                f"SELECT {args}, value, false AS free FROM psl_obs) ORDER BY free DESC, {args}"
+            )
+            con.execute(
+                f"CREATE OR REPLACE TABLE {p.table} AS SELECT {args}, value, "
+                f"CAST({offset} + rowid AS BIGINT) AS var, free FROM psl_sorted"
+            )
+            offset += con.execute(f"SELECT count(*) FROM {p.table}").fetchone()[0]
+        for tmp in ("psl_obs", "psl_tgt", "psl_sorted"):
+            con.execute(f"DROP TABLE IF EXISTS {tmp}")
+        return offset
+
+    def _decode(self, ids) -> tuple:
+        """The argument strings of dictionary ids."""
+        return tuple(self._con.execute("SELECT s FROM psl_dict WHERE id = ?", [int(i)]).fetchone()[0] for i in ids)
+
+    def _build_dictionary(self) -> None:
+        """``psl_dict(s, id)``: every argument of the observations and targets and every rule constant."""
+        cols = [
+            f"SELECT a{i} AS s FROM {p.table}_{part}"
+            for p in self._preds.values()
+            for part in ("observations", "targets")
+            for i in range(p.arity)
+        ]
+        consts = {t.value for r in self._rules for a in r.atoms() for t in a.args if isinstance(t, Constant)}
+        for r in self._rules:
+            if isinstance(r, LogicalRule):
+                for lit in (*r.body, *r.head):
+                    if isinstance(lit, Comparison):
+                        consts |= {t.value for t in (lit.left, lit.right) if isinstance(t, Constant)}
+        self._con.execute("CREATE OR REPLACE TEMP TABLE psl_rule_constants (s VARCHAR)")
+        if consts:
+            self._con.executemany("INSERT INTO psl_rule_constants VALUES (?)", [[c] for c in sorted(set(consts))])
+        cols.append("SELECT s FROM psl_rule_constants")
+        self._con.execute(
+            "CREATE OR REPLACE TABLE psl_dict AS SELECT s, CAST(row_number() OVER (ORDER BY s) AS BIGINT) AS id "
+            f"FROM (SELECT DISTINCT s FROM ({' UNION ALL '.join(cols)}))"
+        )
+
+    def _load_partition(self, p: Predicate, part: str, sources: list) -> None:
+        con = self._con
+        table = f"{p.table}_{part}"
+        cols = ", ".join(f"a{i} VARCHAR" for i in range(p.arity))
+        con.execute(f"CREATE OR REPLACE TABLE {table} ({cols}, value DOUBLE)")
+        for j, src in enumerate(sources):
+            tmp = f"{table}_src{j}"
+            load_source(con, src, p.arity, tmp, f"{part} of {p.key}")
+            con.execute(f"INSERT INTO {table} SELECT * FROM {tmp}")
+            con.execute(f"DROP TABLE {tmp}")
+
+    def ground(self) -> GroundModel:
+        """Ground every rule into an HL-MRF.
+
+        Returns
+        -------
+        GroundModel
+            The :class:`~tractable.hlmrf.HLMRF`, the atom table, per-rule counts and the time spent.
+
+        Raises
+        ------
+        ValueError
+            Malformed data (file and line), an atom both observed and a target, an infeasible hard
+            ground rule (naming the rule), or a model without targets.
+        """
+        if self._ground is not None:
+            return self._ground
+        t0 = time.perf_counter()
+        n = self._load()
+        load_time = time.perf_counter() - t0
+        if n == 0:
+            raise ValueError("the model has no atoms of open predicates (no `targets`): nothing to infer.")
+        hl = HLMRF(n)
+        counts = []
+        offset = 0.0
+        used = np.zeros(n, bool)
+        rule_times = []
+        for rule in self._rules:
+            t1 = time.perf_counter()
+            n_pot = n_con = 0
+            for block in ground_rule(self._con, rule, self._preds, n):
+                m = block.constants.size
+                offset += block.offset
+                if m == 0:
+                    continue
+                used[block.variables] = True
+                if rule.hard:
+                    hl.add_constraints(block.indptr, block.variables, block.coefficients, block.constants, block.senses)
+                    n_con += m
+                else:
+                    hl.add_potentials(
+                        block.indptr, block.variables, block.coefficients, block.constants, rule.weight, rule.squared
+                    )
+                    n_pot += m
+            counts.append((rule.text, n_pot, n_con))
+            rule_times.append(time.perf_counter() - t1)
+        strings = self._con.execute("SELECT s FROM psl_dict ORDER BY id").fetchnumpy()["s"]
+        strings = np.concatenate([np.array([None], dtype=object), np.asarray(strings, dtype=object)])  # ids from 1
+        parts = []
+        fixed_vars, fixed_vals = [], []
+        for p in self._preds.values():
+            if p.closed:
+                continue
+            r = self._con.execute(f"SELECT * FROM {p.table} ORDER BY var").fetchnumpy()
+            var = np.asarray(r["var"], np.int64)
+            free = np.asarray(r["free"], bool)
+            vals = np.asarray(r["value"], float)
+            arg_ids = [np.asarray(r[f"a{i}"], np.int64) for i in range(p.arity)]
+            parts.append((p.name, arg_ids, var, free, vals))
+            fixed_vars.append(var[~free])
+            fixed_vals.append(vals[~free])
+        if fixed_vars and np.concatenate(fixed_vars).size:
+            hl.fix(np.concatenate(fixed_vars), np.concatenate(fixed_vals))
+        self._ground = GroundModel(
+            hl,
+            tuple(counts),
+            offset,
+            time.perf_counter() - t0,
+            load_time,
+            tuple(rule_times),
+            _atom_parts=(strings, tuple(parts), used),
+        )
+        return self._ground
+
+    # ------------------------------------------------------------------ inference
+    def infer(self, **solve_options) -> tuple[dict, MPEResult]:
+        """Ground (if needed) and find the MPE assignment of the targets.
+
+        Parameters
+        ----------
+        **solve_options
+            Passed to :func:`tractable.hlmrf.solve` (``method``, ``eps_abs``, ``max_iter``...), over
+            :attr:`solve_options` (which apply to ADMM only: ``method="clarabel"`` or ``"highs"`` solves
+            exactly without them).
+
+        Returns
+        -------
+        predictions : dict
+            Open predicate name -> pandas DataFrame with one column per argument (named 0, 1, ...) and
+            ``value``, one row per target atom (targets in no ground rule keep the value 0).
+        result : MPEResult
+            The solver's result over all HL-MRF variables.
+        """
+        import pandas as pd
+
+        g = self.ground()
+        method = solve_options.pop("method", "admm")
+        # the configuration's options are ADMM's (admmreasoner.*): the exact reference solvers take none
+        opts = {**(self.solve_options if method == "admm" else {}), **solve_options}
+        res = solve(g.hlmrf, method, **opts)
+        x = np.asarray(res.x)
+        strings, parts, used = g._atom_parts
+        out = {}
+        for name, arg_ids, var, free, _ in parts:
+            # targets only (observed atoms of open predicates are inputs), in variable order
+            cols = {i: strings[ids[free]] for i, ids in enumerate(arg_ids)}
+            v = var[free]
+            cols["value"] = np.clip(np.where(used[v], x[v], 0.0), 0.0, 1.0)
+            out[name] = pd.DataFrame(cols)
+        self._predictions = out
+        return out, res
+
+    def evaluate(self, predictions: dict | None = None) -> dict:
+        """Compare inferred values with the ``truth`` partition.
+
+        Parameters
+        ----------
+        predictions : dict, optional
+            As returned by :meth:`infer`; default the last inference (run now if there was none).
+
+        Returns
+        -------
+        dict
+            Predicate name -> metric name -> value, for every open predicate with truth data (see
+            :func:`tractable.psl.evaluation.evaluate_predicate` for the metrics).
+        """
+        import pandas as pd
+
+        from .evaluation import evaluate_predicate
+
+        if predictions is None:
+            predictions = self._predictions if self._predictions is not None else self.infer()[0]
+        if not isinstance(predictions, dict):
+            raise TypeError(f"`predictions` must be a dict as returned by infer(); got {type(predictions).__name__}.")
+        self.ground()
+        out = {}
+        for p in self._preds.values():
+            if p.closed or p.name not in predictions or not self._data.get((p.name.lower(), "truth")):
+                continue
+            truth = self._con.execute(f"SELECT * FROM {p.table}_truth").df()
+            truth.columns = [*range(p.arity), "value"]
+            specs = self.evaluators.get(p.key)
+            pred = predictions[p.name]
+            if any(
+                isinstance(e, dict) and _truthy((e.get("options") or {}).get("eval.includeobs")) for e in specs or []
+            ):
+                # PSL's eval.includeobs: observed atoms of the predicate count as predictions
+                obs = self._con.execute(f"SELECT * FROM {p.table}_observations").df()
+                obs.columns = [*range(p.arity), "value"]
+                pred = pd.concat([pred, obs], ignore_index=True)
+            out[p.name] = evaluate_predicate(pred, truth, p.arity, specs)
+        return out
+
+    # ------------------------------------------------------------------ files
+    @classmethod
+    def from_json(cls, path, split: str = "infer", *, database=None) -> Model:
+        """Build a model from a PSL 2.4 JSON configuration (see :mod:`tractable.psl.config`)."""
+        from .config import model_from_json
+
+        return model_from_json(cls, path, split, database=database)
+
+    @classmethod
+    def from_data_file(cls, psl_path, data_path, *, database=None) -> Model:
+        """Build a model from PSL 2.0-2.3 CLI files: a ``.psl`` rule file and a ``.data`` file."""
+        from .config import model_from_data_file
+
+        return model_from_data_file(cls, psl_path, data_path, database=database)
+
+    def close(self) -> None:
+        """Close the DuckDB connection."""
+        self._con.close()
+
+    def __repr__(self) -> str:
+        return f"Model(predicates={len(self._preds)}, rules={len(self._rules)}, database={self.database!r})"

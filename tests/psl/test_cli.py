@@ -1,0 +1,121 @@
+"""`tractable psl`: JSON and .psl + .data programs, PSL's output files, evaluations, exit status 2 on bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tractable.cli import main
+from tractable.psl._demo import demo_rows
+
+
+def _write(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join("\t".join(map(str, r)) + "\n" for r in rows))
+
+
+@pytest.fixture
+def program(tmp_path):
+    d = tmp_path / "data"
+    _write(d / "link.txt", [("a", "b"), ("b", "a"), ("b", "c"), ("c", "b")])
+    _write(d / "lab_obs.txt", [("a", "x", 1.0), ("a", "y", 0.0)])
+    _write(d / "lab_targets.txt", [("b", "x"), ("b", "y"), ("c", "x"), ("c", "y")])
+    _write(d / "lab_truth.txt", [("b", "x", 1), ("b", "y", 0), ("c", "x", 1), ("c", "y", 0)])
+    rules = ["1.0: Lab(A, C) & Link(A, B) -> Lab(B, C) ^2", "Lab(A, +C) = 1 .", "0.01: !Lab(A, C) ^2"]
+    cfg = {
+        "options": {"runtime.db.intids": True, "admmreasoner.epsilonrel": 1e-6},
+        "rules": rules,
+        "predicates": {
+            "Link/2": {"observations": ["data/link.txt"]},
+            "Lab/2": {
+                "observations": ["data/lab_obs.txt"],
+                "targets": ["data/lab_targets.txt"],
+                "truth": ["data/lab_truth.txt"],
+                "evaluations": ["DiscreteEvaluator", {"evaluator": "CategoricalEvaluator"}],
+            },
+        },
+    }
+    (tmp_path / "prog.json").write_text("# a PSL program\n" + json.dumps(cfg, indent=2))
+    (tmp_path / "m.psl").write_text("\n".join(rules) + "\n")
+    (tmp_path / "m.data").write_text(
+        "predicates:\n  Link/2: closed\n  Lab/2: open\n\n"
+        "observations:\n  Link: data/link.txt\n  Lab: data/lab_obs.txt\n"
+        "targets:\n  Lab: data/lab_targets.txt\ntruth:\n  Lab: data/lab_truth.txt\n"
+    )
+    return tmp_path
+
+
+def _read(path):
+    return sorted(tuple(line.split("\t")) for line in path.read_text().splitlines())
+
+
+def test_json_program_writes_psl_output_and_evaluations(program, capsys):
+    out = program / "out"
+    rc = main(["psl", str(program / "prog.json"), "--output", str(out)])
+    text = capsys.readouterr()
+    assert rc == 0
+    rows = _read(out / "LAB.txt")
+    assert [r[:2] for r in rows] == [("b", "x"), ("b", "y"), ("c", "x"), ("c", "y")]
+    values = {r[:2]: float(r[2]) for r in rows}
+    assert values["b", "x"] > 0.5 > values["b", "y"]
+    assert "evaluation Lab: n 4, accuracy 1.0000" in text.out
+    assert "categorical_accuracy 1.0000" in text.out
+    assert "ignored PSL options: runtime.db.intids" in text.err
+
+
+def test_psl_and_data_files_give_the_same_output(program, capsys):
+    rc = main(["psl", str(program / "m.psl"), str(program / "m.data"), "--output", str(program / "o2")])
+    assert rc == 0
+    main(["psl", str(program / "prog.json"), "--output", str(program / "o1"), "--eps-rel", "1e-3"])
+    a, b = _read(program / "o1" / "LAB.txt"), _read(program / "o2" / "LAB.txt")
+    assert [r[:2] for r in a] == [r[:2] for r in b]
+    for ra, rb in zip(a, b):
+        assert float(ra[2]) == pytest.approx(float(rb[2]), abs=1e-2)  # tolerance: ADMM eps_rel 1e-3 on both
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["missing.json"], "file not found"),
+        (["m.psl"], "must be a PSL 2.4 .json file"),
+        (["m.psl", "missing.data"], "file not found"),
+        (["bad.json"], "not a PSL JSON configuration"),
+        (["badrule.json"], "PSL syntax error in rule"),
+        (["baddata.json"], "line 1: expected 2 tab-separated arguments"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(program, capsys, monkeypatch, argv, message):
+    (program / "bad.json").write_text("{ not json")
+    cfg = json.loads("\n".join((program / "prog.json").read_text().splitlines()[1:]))
+    cfg["rules"] = ["1: Lab(A, C) -> "]
+    (program / "badrule.json").write_text(json.dumps(cfg))
+    cfg["rules"] = ["1: Lab(A, C) & Link(A, B) -> Lab(B, C)"]
+    _write(program / "data" / "broken.txt", [("a", "b", "c", "d")])
+    cfg["predicates"]["Link/2"]["observations"] = ["data/broken.txt"]
+    (program / "baddata.json").write_text(json.dumps(cfg))
+    monkeypatch.chdir(program)
+    rc = main(["psl", *argv, "--output", str(program / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and err[0].startswith("tractable psl: error:") and message in err[0]
+
+
+def test_help_exits_0():
+    r = subprocess.run([sys.executable, "-m", "tractable.cli", "psl", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "PROGRAM.json" in r.stdout
+
+
+def test_demo_rows():
+    rows = demo_rows()
+    assert len(rows) == 2
+    assert "x = (0.6500, 0.3500)" in rows[0]["quality"]
+    acc = float(rows[1]["quality"].split("categorical accuracy ")[1].split(",")[0])
+    assert acc > 0.9  # homophily 0.8 with half the labels observed: collective classification is easy
+
+
+def test_database_file_option(program, capsys):
+    db = program / "atoms.duckdb"
+    rc = main(["psl", str(program / "prog.json"), "--output", str(program / "o3"), "--database", str(db)])
+    assert rc == 0 and db.stat().st_size > 0
+    assert len(_read(program / "o3" / "LAB.txt")) == 4
