@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-LINTED := src tests benchmarks examples
+LINTED := src tests benchmarks examples fuzz
 
-.PHONY: demo test test-fast lint format bench bench-smoke clean
+.PHONY: demo test test-fast lint format bench bench-smoke fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,13 @@ bench-smoke: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/python benchmarks/run_all.py
+
+# coverage-guided fuzzing of every file reader (atheris, the `fuzz` extra), FUZZ_TIME seconds per target;
+# crashing inputs go to $TMPDIR/tractable-fuzz/crashes (make each a test in tests/data/fuzz/)
+FUZZ_TIME ?= 60
+fuzz: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e ".[fuzz]"
+	$(BIN)/python fuzz/run.py --time $(FUZZ_TIME)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

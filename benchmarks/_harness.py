@@ -168,6 +168,9 @@ def write_results_md() -> None:
             f" NumPy {m['numpy']}, SciPy {m['scipy']}.",
             "",
         ]
+        figure = HERE / "figures" / f"{path.stem}.png"
+        if figure.exists():
+            parts += [f"![{run['title']}](figures/{figure.name})", ""]
         rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in run["rows"]]
         cols: list[str] = []
         for r in rows:

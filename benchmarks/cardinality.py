@@ -177,6 +177,9 @@ def main() -> None:
         at_1e5(rec, full=True)
         sampling(rec, 2**16, 10**4)
     rec.save()
+    from _figures import cardinality as figure  # Tarlow et al. Fig. 3 from the results just recorded
+
+    figure()
 
 
 if __name__ == "__main__":

@@ -320,6 +320,9 @@ def main(argv=None):
     for name in args.only or SECTIONS:
         print(f"== {name}", flush=True)
         SECTIONS[name](args.quick)
+    from _figures import clique_map as figure  # Gupta et al. Fig. 1 from the results just recorded
+
+    figure()
 
 
 if __name__ == "__main__":

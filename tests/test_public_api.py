@@ -25,18 +25,22 @@ PUBLIC = {
     "tractable.crf": [
         "ConditionalChowLiu", "ESSCRF", "METHODS", "RelationalESSCRF", "RelationalGraph", "TreeCRF", "chow_liu_tree",
     ],
+    "tractable.distributed": [
+        "HLMRFShards", "WarmKernels", "WorkerLostError", "alpha_pass_batches", "check_client", "map_batches",
+        "marginals_batches", "solve",
+    ],
     "tractable.exact": [
         "DEFAULT_ENUMERATE_BELOW", "DEFAULT_MAX_STATES", "DEFAULT_MAX_TABLE_SIZE", "METHODS", "ZeroPartitionError",
         "elimination_order", "enumerate_map", "enumerate_marginals", "infer", "variable_elimination",
     ],
     "tractable.clique": [
-        "CliqueMAPResult", "CliquePotential", "CountPotential", "Entropy", "LinearMajority", "METHODS", "Makespan",
-        "MaxPotential", "Potts", "SquareMakespan", "SumPotential", "alpha_expansion", "alpha_pass", "clique_map",
+        "CliqueMAPBatch", "CliqueMAPResult", "CliquePotential", "CountPotential", "Entropy", "LinearMajority", "METHODS", "Makespan",
+        "MaxPotential", "Potts", "SquareMakespan", "SumPotential", "alpha_expansion", "alpha_pass", "alpha_pass_batch", "clique_map",
         "exact_clique_map", "generalized_alpha_pass", "icm", "majority_alpha_pass", "majority_exact", "score",
     ],
     "tractable.cardinality": [
-        "CardinalityMarginals", "METHODS", "RecursiveCardinalityModel", "TreeCardinalityModel", "chain_marginals",
-        "log_partition", "map_assignment", "marginals", "sample",
+        "CardinalityMarginals", "CardinalityMarginalsBatch", "METHODS", "RecursiveCardinalityModel", "TreeCardinalityModel", "chain_marginals",
+        "log_partition", "map_assignment", "marginals", "marginals_batch", "sample",
     ],
     "tractable.hlmrf": [
         "FILE_FORMAT", "FILE_VERSION", "HLMRF", "METHODS", "MPEResult", "SENSES", "local_update_reference",

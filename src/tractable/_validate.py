@@ -7,17 +7,20 @@ fails with a message that names the argument, says what was expected and shows w
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = [
     "as_float_array",
+    "as_binary_assignment",
     "as_index_array",
     "check_choice",
     "check_options",
     "check_finite",
     "check_int",
+    "check_memory",
     "check_positive",
     "check_rng",
     "check_shape",
@@ -107,6 +110,75 @@ def as_index_array(value, name: str, *, size: int | None = None, ndim: int = 1) 
         bad = arr[(arr < 0) | (arr >= size)].flat[0]
         raise ValueError(f"`{name}` must contain indices in [0, {size - 1}]; got {int(bad)}.")
     return arr
+
+
+def as_binary_assignment(value, name: str, n: int) -> np.ndarray:
+    """Convert ``value`` to an int64 assignment of ``n`` binary variables: shape ``(n,)``, entries 0 or 1."""
+    try:
+        given = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` must be a 0/1 array of shape ({n},); got {_describe(value)}.") from err
+    arr = as_index_array(given, name, ndim=given.ndim)
+    if arr.shape != (n,):
+        raise ValueError(f"`{name}` must be a 0/1 array of shape ({n},); got {arr.shape}.")
+    bad = (arr < 0) | (arr > 1)
+    if bad.any():
+        raise ValueError(
+            f"`{name}` must be a 0/1 array of shape ({n},); got {int(arr[bad][0])} at index {_first(bad)}."
+        )
+    return arr
+
+
+#: A request whose memory estimate exceeds this share of the physical memory is refused up front.
+MEMORY_FRACTION = 0.5
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory, or None where the platform does not say (then nothing is refused)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes in GiB or MiB, for messages."""
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def check_memory(count: int, bytes_each: int, name: str | Sequence[str], what: str) -> None:
+    """Refuse up front a request that cannot fit in memory, instead of a ``MemoryError`` after gigabytes.
+
+    Parameters
+    ----------
+    count : int
+        How many items the request allocates (a Python int: no overflow), e.g. variables or entries.
+    bytes_each : int
+        An estimate of the bytes each item needs (a lower bound is enough to refuse the hopeless).
+    name : str or sequence of str
+        The argument (or arguments, whose product is ``count``) that sets ``count``, named in the message.
+    what : str
+        What the items are, for the message (``"variables"``, ``"table entries"``).
+
+    Raises
+    ------
+    ValueError
+        ``count * bytes_each`` exceeds :data:`MEMORY_FRACTION` of the physical memory; the message names
+        the size asked for and what fits.
+    """
+    memory = physical_memory()
+    if memory is None or memory <= 0:
+        return
+    need = int(count) * int(bytes_each)
+    budget = int(memory * MEMORY_FRACTION)
+    if need <= budget:
+        return
+    names = " * ".join(f"`{n}`" for n in ([name] if isinstance(name, str) else name))
+    raise ValueError(
+        f"{names} asks for {int(count)} {what}: about {format_bytes(need)} ({bytes_each} bytes each), more than "
+        f"{MEMORY_FRACTION:.0%} of this machine's {format_bytes(memory)} of memory; at most about "
+        f"{budget // max(int(bytes_each), 1)} fit."
+    )
 
 
 def check_shape(arr: np.ndarray, shape: Sequence[int | None], name: str) -> None:

@@ -112,6 +112,45 @@ def _check_scope(variables, name: str = "variables") -> np.ndarray:
     return scope
 
 
+def _check_values(values, cards: Sequence[int]) -> np.ndarray:
+    """Validate the ``values`` of :meth:`Factor.evaluate`: shape ``(batch, k)``, column ``i`` in ``0..cards[i]-1``."""
+    arr = as_index_array(values, "values", ndim=2)
+    if arr.shape[1] != len(cards):
+        raise ValueError(
+            f"`values` must have shape (batch, {len(cards)}) (one column per variable of the factor); got {arr.shape}."
+        )
+    if arr.size:
+        bad = (arr < 0) | (arr >= np.asarray(cards, dtype=np.int64))
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise ValueError(f"`values` gives column {c} the state {arr[r, c]}, outside 0..{cards[c] - 1}.")
+    return arr
+
+
+def _check_cardinality_array(cardinalities, variables: np.ndarray) -> np.ndarray:
+    """Validate the ``cardinalities`` of :meth:`Factor.check_cardinalities` (one per graph variable)."""
+    card = as_index_array(cardinalities, "cardinalities")
+    if variables.size and card.size <= variables.max():
+        raise ValueError(
+            f"`cardinalities` must have an entry for every variable up to {int(variables.max())}; "
+            f"got {card.size} entries."
+        )
+    return card
+
+
+def _check_mapping(mapping, variables: np.ndarray) -> np.ndarray:
+    """Validate the ``mapping`` of :meth:`Factor.relabel` and return the renumbered variables."""
+    arr = as_index_array(mapping, "mapping")
+    if variables.size and arr.size <= variables.max():
+        raise ValueError(
+            f"`mapping` must have an entry for every variable up to {int(variables.max())}; got {arr.size} entries."
+        )
+    new = arr[variables]
+    if new.size and (new.min() < 0 or len(np.unique(new)) != new.size):
+        raise ValueError(f"`mapping` must send the factor's variables to distinct non-negative indices; got {new}.")
+    return new
+
+
 class TableFactor(Factor):
     """A factor given by a dense table of log-potentials.
 
@@ -154,7 +193,7 @@ class TableFactor(Factor):
         return self.log_table
 
     def evaluate(self, values: np.ndarray) -> np.ndarray:
-        values = np.asarray(values)
+        values = _check_values(values, self.log_table.shape)
         if len(self.variables) == 0:
             return np.full(values.shape[0], float(self.log_table))
         return self.log_table[tuple(values[:, i] for i in range(len(self.variables)))]
@@ -170,6 +209,7 @@ class TableFactor(Factor):
         return TableFactor(kept, sub)
 
     def check_cardinalities(self, cardinalities: np.ndarray) -> None:
+        cardinalities = _check_cardinality_array(cardinalities, self.variables)
         expected = tuple(int(cardinalities[v]) for v in self.variables)
         if self.log_table.shape != expected:
             raise ValueError(
@@ -178,7 +218,7 @@ class TableFactor(Factor):
             )
 
     def relabel(self, mapping: np.ndarray) -> TableFactor:
-        return TableFactor(mapping[self.variables], self.log_table)
+        return TableFactor(_check_mapping(mapping, self.variables), self.log_table)
 
 
 class CardinalityFactor(Factor):
@@ -224,7 +264,7 @@ class CardinalityFactor(Factor):
         return self.log_potentials[counts]
 
     def evaluate(self, values: np.ndarray) -> np.ndarray:
-        values = np.asarray(values)
+        values = _check_values(values, (2,) * len(self.variables))
         return self.log_potentials[values.sum(axis=1)]
 
     def condition(self, evidence: Mapping[int, int]) -> CardinalityFactor | float:
@@ -238,6 +278,7 @@ class CardinalityFactor(Factor):
         return CardinalityFactor(kept, f)
 
     def check_cardinalities(self, cardinalities: np.ndarray) -> None:
+        cardinalities = _check_cardinality_array(cardinalities, self.variables)
         card = cardinalities[self.variables]
         if np.any(card != 2):
             bad = int(self.variables[np.argmax(card != 2)])
@@ -246,7 +287,7 @@ class CardinalityFactor(Factor):
             )
 
     def relabel(self, mapping: np.ndarray) -> CardinalityFactor:
-        return CardinalityFactor(mapping[self.variables], self.log_potentials)
+        return CardinalityFactor(_check_mapping(mapping, self.variables), self.log_potentials)
 
 
 class RecursiveCardinalityFactor(Factor):
@@ -399,7 +440,7 @@ class RecursiveCardinalityFactor(Factor):
         return table
 
     def evaluate(self, values: np.ndarray) -> np.ndarray:
-        values = np.asarray(values)
+        values = _check_values(values, (2,) * len(self._variables))
         out = np.zeros(values.shape[0])
         for s, f in zip(self._local, self._count_potentials):
             out = out + f[values[:, s].sum(axis=1)]
@@ -433,6 +474,7 @@ class RecursiveCardinalityFactor(Factor):
         return type(self)._trusted(self._variables[~fixed], local, pots)
 
     def check_cardinalities(self, cardinalities: np.ndarray) -> None:
+        cardinalities = _check_cardinality_array(cardinalities, self._variables)
         card = cardinalities[self._variables]
         if np.any(card != 2):
             bad = int(self._variables[np.argmax(card != 2)])
@@ -443,7 +485,8 @@ class RecursiveCardinalityFactor(Factor):
 
     def relabel(self, mapping: np.ndarray) -> RecursiveCardinalityFactor:
         # positions in `variables` do not change, so the count tree is shared
-        return type(self)._trusted(mapping[self._variables], self._local, self._count_potentials, self._structure)
+        new = _check_mapping(mapping, self._variables)
+        return type(self)._trusted(new, self._local, self._count_potentials, self._structure)
 
 
 class FactorGraph:

@@ -13,7 +13,8 @@ from _oracles import BinaryEnumeration
 from tractable import CardinalityFactor, FactorGraph, TableFactor
 from tractable.datasets.bipartite_matching import BipartiteMatching, bipartite_matching
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+# appended, not prepended: benchmarks/distributed.py must not shadow Dask's `distributed` package
+sys.path.append(str(Path(__file__).parents[2] / "benchmarks"))
 from _bipartite_baselines import (  # noqa: E402
     block_gibbs,
     enumerate_marginals,

@@ -244,7 +244,10 @@ def test_converged_result_fields_and_messages():
         h = solve(_friends(False), "highs")
         c = solve(_friends(True), "clarabel")
     assert r.status == "converged" and r.method == "admm"
-    assert r.message == f"admm: converged after {r.n_iter} iterations; residuals below tolerance"
+    assert r.message == f"admm: converged after {r.n_iter} iterations; certified gap {r.gap:.2g} below gap_tol, " + (
+        "residuals below tolerance"
+    )
+    assert r.gap <= 5e-4 and r.lower_bound <= r.objective
     assert h.status == "optimal" and h.converged and h.method == "highs"
     assert h.message.startswith("highs: exact solution; HiGHS: ")
     assert c.status == "optimal" and c.method == "clarabel"
@@ -318,15 +321,17 @@ def test_explicit_defaults_give_the_same_answer_as_none():
     a = solve(m)
     b = solve(
         m,
-        rho=1.0,
+        rho=0.25,  # most potentials squared
         eps_abs=1e-5,
         eps_rel=1e-3,
         max_iter=25_000,
         progress=False,
         adaptive_rho=False,
-        over_relaxation=1.0,
+        over_relaxation=1.6,
         constraints="auto",
         parallel=False,
+        n_partitions=1,
+        gap_tol=5e-4,
         repair=False,
     )
     np.testing.assert_array_equal(a.x, b.x)

@@ -146,8 +146,9 @@ def test_early_stop_still_gives_a_valid_bound():
 def test_gap_tol_stops_early(squared):
     model = opinion_diffusion(300, squared=squared, rng=0)
     opts = dict(eps_abs=0.0, eps_rel=0.0, max_iter=3000, constraints="consensus")
-    with pytest.warns(ConvergenceWarning):
-        full = solve(model, **opts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        full = solve(model, gap_tol=1e-7, **opts)  # a tighter target runs longer
     r = solve(model, gap_tol=1e-3, **opts)
     assert r.converged and r.status == "converged" and "gap" in r.message
     assert r.gap <= 1e-3 and r.max_violation <= 1e-9 and r.n_iter < full.n_iter

@@ -93,3 +93,17 @@ def test_cli_broken_model_file_exits_2_with_one_line(tmp_path, capsys, kind):
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert re.match(re.escape(f"tractable hlmrf: error: `path` is not a readable .npz file: {path} ("), err)
+
+
+def test_cli_gap_tol(tmp_path, capsys):
+    m = opinion_diffusion(100, rng=0)
+    m.save(tmp_path / "m.npz")
+    rc = _main(
+        ["hlmrf", str(tmp_path / "m.npz"), "--gap-tol", "1e-2", "--eps-abs", "0", "--eps-rel", "0", "--no-progress"]
+    )
+    text = capsys.readouterr().out
+    assert rc == 0 and "status     converged" in text
+    gap = float(re.search(r"certified gap ([-+.\deE]+)\)", text).group(1))
+    assert gap <= 1e-2
+    with pytest.raises(ValueError, match="`gap_tol` must be"):
+        _main(["hlmrf", str(tmp_path / "m.npz"), "--gap-tol", "-1", "--no-progress"])

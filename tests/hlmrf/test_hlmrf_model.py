@@ -183,6 +183,48 @@ def test_opinion_diffusion_is_seeded():
         opinion_diffusion(10, squared="yes")
 
 
+@pytest.mark.parametrize("mean_degree", [0.3, 1.5, 4.0])
+def test_opinion_diffusion_mean_degree_law(mean_degree):
+    # the degree law: exact mean, sums to 1, power-law tail with each type's own exponent
+    from tractable.datasets.opinion_diffusion import EDGE_TYPES, MAX_DEGREE, _degree_law
+
+    k = np.arange(MAX_DEGREE + 1)
+    for _, gamma, alpha, _ in EDGE_TYPES:
+        p = _degree_law(gamma, alpha, mean_degree)
+        assert p.sum() == pytest.approx(1.0, abs=1e-12) and np.all(p >= 0)
+        assert (k * p).sum() == pytest.approx(mean_degree, rel=1e-12)
+        support = np.flatnonzero(p[1:]) + 1
+        assert np.all(np.diff(support) == 1) and support[-1] == MAX_DEGREE  # k_min .. MAX_DEGREE
+        ks = support[:-1]
+        np.testing.assert_allclose(p[ks] / p[ks + 1], ((ks + 1) / ks) ** gamma, rtol=1e-12)
+        # the smallest k_min that reaches the mean: the next smaller one could not
+        if support[0] > 1:
+            w = k[support[0] - 1 :] ** -gamma
+            assert (k[support[0] - 1 :] * w).sum() / w.sum() < mean_degree
+
+
+def test_opinion_diffusion_mean_degree_sets_the_density():
+    n = 20_000
+    m = opinion_diffusion(n, mean_degree=1.5, rng=2)
+    net = m.network
+    per_type = np.bincount(net.edge_types, minlength=6) / n
+    # stubs beyond the smaller of the in/out totals, self-loops and repeated edges are dropped: a
+    # few percent (up to ~12% for the heavy-tailed types at this size), never more edges than drawn
+    assert np.all((per_type >= 0.85 * 1.5) & (per_type <= 1.02 * 1.5)), per_type
+    assert 15 <= m.n_potentials / net.n_voters <= 19  # about 1 + 2 * 6 * 1.5 = 19 per voter
+    dense = opinion_diffusion(2000, mean_degree=[0.5, 1, 1.5, 2, 2.5, 3], rng=1)
+    counts = np.bincount(dense.network.edge_types, minlength=6)
+    assert np.all(np.diff(counts) > 0)  # one density per type, in order
+    sparse = opinion_diffusion(2000, rng=1)
+    assert sparse.n_potentials < opinion_diffusion(2000, mean_degree=1.0, rng=1).n_potentials
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), 1001, "1.5", True, [1.0, 2.0], [[1.0] * 6]])
+def test_opinion_diffusion_mean_degree_validation(bad):
+    with pytest.raises(ValueError, match=re.escape("`mean_degree` must be")):
+        opinion_diffusion(100, mean_degree=bad, rng=0)
+
+
 def test_opinion_diffusion_psl_export(tmp_path):
     m = opinion_diffusion(120, squared=True, rng=1)
     paths = m.network.write_psl(tmp_path)

@@ -14,6 +14,7 @@ Marginals come as a frozen :class:`CardinalityMarginals` (``marginals`` of shape
 
 from ._convolve import METHODS
 from ._result import CardinalityMarginals
+from .batch import CardinalityMarginalsBatch, marginals_batch
 from .chain import chain_marginals
 from .convolution_tree import log_partition, map_assignment, marginals, sample
 from .recursive import RecursiveCardinalityModel
@@ -21,6 +22,7 @@ from .tree_cardinality import TreeCardinalityModel
 
 __all__ = [
     "CardinalityMarginals",
+    "CardinalityMarginalsBatch",
     "METHODS",
     "RecursiveCardinalityModel",
     "TreeCardinalityModel",
@@ -28,5 +30,6 @@ __all__ = [
     "log_partition",
     "map_assignment",
     "marginals",
+    "marginals_batch",
     "sample",
 ]

@@ -91,6 +91,7 @@ def _check_memory(n_vars: int, task: str, size: int = 0) -> None:
         f"{_bytes(n_vars * per_variable)} ({per_variable} bytes per variable), more than "
         f"{_MEMORY_FRACTION:.0%} of this machine's {_bytes(memory)} of memory; at most about "
         f"{budget // per_variable} variables fit."
+        + (f" Each of the `size`={size} samples adds one byte per variable." if size else "")
     )
 
 

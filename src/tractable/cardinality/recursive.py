@@ -21,7 +21,7 @@ import numpy as np
 
 from .._random import streams
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
-from .._validate import as_float_array, as_index_array, check_int, check_rng
+from .._validate import as_binary_assignment, as_float_array, as_index_array, check_int, check_memory, check_rng
 from ._kernels import sample_descent
 from ._result import CardinalityMarginals, exact_result
 from ._tree import (
@@ -53,9 +53,15 @@ class _Structure:
     potentials_by_height: MappingProxyType  # {height: (n_h, w_h) log potentials of internal nodes}
 
 
+#: a lower bound of the bytes the model's structure holds per variable (it refuses only the hopeless)
+_BYTES_PER_VARIABLE = 64
+
+
 def _validate_structure(n_variables, subsets, count_potentials):
     """Check the structure arguments; return ``(n, subsets, count_potentials)`` as read-only arrays."""
     n = check_int(n_variables, "n_variables", minimum=1)
+    # the structure keeps a few int64 / float64 arrays per variable (unary, leaf order, count tree)
+    check_memory(n, _BYTES_PER_VARIABLE, "n_variables", "variables")
     if isinstance(subsets, np.ndarray) and subsets.ndim == 2:
         subsets = list(subsets)
     try:
@@ -406,8 +412,8 @@ class RecursiveCardinalityModel:
 
     def score(self, y) -> float:
         """``unary . y + sum_i count_potentials[i](count_i(y))`` of an assignment (the unnormalized
-        log-probability)."""
-        y = np.asarray(y, dtype=np.int64)
+        log-probability), ``y`` of shape (D,) with entries 0/1."""
+        y = as_binary_assignment(y, "y", self.n_variables)
         with np.errstate(invalid="ignore"):
             s = float(np.sum(np.where(y == 1, self._unary, 0.0)))
         for sub, f in zip(self.subsets, self.count_potentials):

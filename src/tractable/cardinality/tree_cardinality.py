@@ -37,7 +37,7 @@ import numpy as np
 from .._forest import check_forest, traversal
 from .._logspace import normalize_log
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
-from .._validate import as_float_array, check_int, check_rng
+from .._validate import as_binary_assignment, as_float_array, check_int, check_rng
 from ._kernels import maxplus_conv_batch
 from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
@@ -317,8 +317,8 @@ class TreeCardinalityModel:
         return exact_result(log_odds, u.count, u.logz, t0, "tree_cardinality")
 
     def score(self, y) -> float:
-        """Unnormalized log-probability of an assignment ``y`` (D,)."""
-        y = np.asarray(y, dtype=np.int64)
+        """Unnormalized log-probability of an assignment ``y`` (D,) of 0/1."""
+        y = as_binary_assignment(y, "y", len(self.unary))
         with np.errstate(invalid="ignore"):
             sc = float(np.sum(np.where(y == 1, self.unary, 0.0)))
         for (u, v), p in zip(self.edges, self.pairwise):

@@ -24,6 +24,7 @@ from ._result import CliqueMAPResult, renamed
 from ._score import score
 from ._validate import check_clique
 from .alpha_pass import _alpha_pass, _generalized_alpha_pass, alpha_pass, generalized_alpha_pass
+from .batch import CliqueMAPBatch, alpha_pass_batch
 from .enumeration import _exact_clique_map, exact_clique_map, n_compositions
 from .expansion import _alpha_expansion, alpha_expansion
 from .icm import _icm, icm
@@ -41,6 +42,7 @@ from .potentials import (
 )
 
 __all__ = [
+    "CliqueMAPBatch",
     "CliqueMAPResult",
     "CliquePotential",
     "CountPotential",
@@ -54,6 +56,7 @@ __all__ = [
     "SumPotential",
     "alpha_expansion",
     "alpha_pass",
+    "alpha_pass_batch",
     "clique_map",
     "exact_clique_map",
     "generalized_alpha_pass",

@@ -54,6 +54,8 @@ def check_labels(Y, n_states: int | None, name: str = "Y", *, n_labels: int | No
     With ``n_states=None`` the number of states is ``max(2, Y.max() + 1)``.
     """
     arr = np.asarray(Y)
+    if arr.dtype.kind not in "biuf":  # complex, object, str: never cast silently
+        raise TypeError(f"`{name}` must be an array of integer labels; got {_describe(Y)} (dtype {arr.dtype}).")
     if arr.ndim != 2:
         raise ValueError(f"`{name}` must be a 2-D array of labels (rows are examples); got {_describe(Y)}.")
     if arr.shape[0] == 0 or arr.shape[1] == 0:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_float_array, check_int, check_positive, check_rng
+from .._validate import as_float_array, check_int, check_memory, check_positive, check_rng
 from ..factorgraph import CardinalityFactor, FactorGraph, TableFactor
 
 __all__ = ["BipartiteMatching", "bipartite_matching"]
@@ -186,6 +186,7 @@ def bipartite_matching(
     """
     n_rows = check_int(n_rows, "n_rows", minimum=1)
     n_cols = check_int(n_cols, "n_cols", minimum=1)
+    check_memory(n_rows * n_cols, 8, ("n_rows", "n_cols"), "unary scores")  # float64
     # check the ranges before drawing, so that a bad range fails the same way whatever the rng
     row = _check_range(row_counts, "row_counts", n_cols, "columns")
     col = _check_range(col_counts, "col_counts", n_rows, "rows")

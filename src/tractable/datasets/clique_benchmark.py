@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .._validate import check_choice, check_finite, check_int, check_rng
+from .._validate import check_choice, check_finite, check_int, check_memory, check_rng
 
 __all__ = ["CLIQUE_KINDS", "clique_benchmark"]
 
@@ -80,6 +80,7 @@ def clique_benchmark(kind: str, *, n: int = 100, m: int = 24, lam: float = 1.0, 
     check_choice(kind, "kind", CLIQUE_KINDS)
     n = check_int(n, "n", minimum=2)
     m = check_int(m, "m", minimum=1)
+    check_memory(n * m, 8, ("n", "m"), "node potentials")  # phi, float64
     lam = check_finite(lam, "lam")
     if lam < 0:
         raise ValueError(f"`lam` must be >= 0; got {lam}.")

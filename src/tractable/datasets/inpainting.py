@@ -193,6 +193,8 @@ def _occlusion_mask(shape: tuple[int, int], fraction: float, rng: np.random.Gene
 
 def _check_image(image) -> np.ndarray:
     img = np.asarray(image)
+    if img.dtype.kind not in "biuf":  # complex, object, str: never cast silently
+        raise TypeError(f"`image` must be a binary array of 0/1 (or booleans); got dtype {img.dtype}.")
     if img.ndim != 2 or min(img.shape) < 2:
         raise ValueError(f"`image` must be a 2-D binary array of at least 2x2 pixels; got shape {img.shape}.")
     if not np.isin(img, (0, 1)).all():

@@ -127,14 +127,41 @@ def _write_tsv(path: Path, columns) -> None:
     path.write_text("\n".join(rows) + ("\n" if rows else ""))
 
 
-def _power_law_degrees(rng, size: int, gamma: float, alpha: float) -> np.ndarray:
+def _degree_law(gamma: float, alpha: float, mean: float | None) -> np.ndarray:
+    """Probabilities of the degrees 0..MAX_DEGREE: ``alpha k^-gamma`` for ``k >= 1`` (``mean=None``),
+    or the power law ``k^-gamma`` on ``k >= k_min`` mixed with degree 0 so that the mean is ``mean``
+    (smallest ``k_min`` that allows it: the tail keeps its exponent ``gamma``)."""
     k = np.arange(1, MAX_DEGREE + 1, dtype=np.float64)
-    pk = alpha * k**-gamma
-    probs = np.concatenate([[1.0 - pk.sum()], pk])
-    return rng.choice(MAX_DEGREE + 1, size=size, p=probs)
+    if mean is None:
+        pk = alpha * k**-gamma
+        return np.concatenate([[1.0 - pk.sum()], pk])
+    w = k**-gamma
+    # mean of the law restricted to k >= k_min, for every k_min
+    tail_w = np.cumsum(w[::-1])[::-1]
+    tail_kw = np.cumsum((k * w)[::-1])[::-1]
+    means = tail_kw / tail_w
+    k_min = int(np.searchsorted(means, mean)) + 1  # means increase with k_min
+    pk = np.where(k >= k_min, w, 0.0) / tail_w[k_min - 1] * (mean / means[k_min - 1])
+    return np.concatenate([[max(1.0 - pk.sum(), 0.0)], pk])
 
 
-def opinion_diffusion(n_voters: int, *, squared: bool = False, rng=None):
+def _check_mean_degree(mean_degree) -> np.ndarray | None:
+    if mean_degree is None:
+        return None
+    arr = np.asarray(mean_degree, dtype=object if isinstance(mean_degree, str) else None)
+    if arr.dtype.kind not in "iuf" or arr.ndim > 1 or (arr.ndim == 1 and arr.size != len(EDGE_TYPES)):
+        raise ValueError(
+            f"`mean_degree` must be a number or a sequence of {len(EDGE_TYPES)} numbers (one per edge type); "
+            f"got {mean_degree!r}."
+        )
+    arr = np.broadcast_to(arr.astype(np.float64), (len(EDGE_TYPES),))
+    bad = ~(np.isfinite(arr) & (arr > 0) & (arr <= MAX_DEGREE))
+    if bad.any():
+        raise ValueError(f"`mean_degree` must be > 0 and <= {MAX_DEGREE} (finite); got {float(arr[bad][0])}.")
+    return arr
+
+
+def opinion_diffusion(n_voters: int, *, squared: bool = False, mean_degree=None, rng=None):
     """An opinion-diffusion hinge-loss MRF on a random social network (Bach et al. 2012, Sec. 4.1).
 
     Parameters
@@ -144,6 +171,14 @@ def opinion_diffusion(n_voters: int, *, squared: bool = False, rng=None):
         96% of them).
     squared : bool
         Squared hinge potentials (``p = 2``) instead of linear ones (``p = 1``).
+    mean_degree : float or sequence of 6 floats, optional
+        Expected out-degree (= in-degree) of a voter in each relationship type (one number for all
+        types, or one per type of :data:`EDGE_TYPES`), in (0, 1000]. Default: the paper's laws
+        ``alpha k^-gamma`` (about 0.1 to 0.6 per type, some 5 potentials per voter). When given, each
+        type's degrees follow ``k^-gamma`` (same ``gamma``) on ``k >= k_min``, mixed with degree 0,
+        with the smallest ``k_min`` that reaches the mean; every voter then has about
+        ``1 + 2 * sum(mean_degree)`` potentials (``mean_degree=1.5``: about 18) before self-loops and
+        repeated edges are dropped.
     rng : None, int or numpy.random.Generator
         Randomness of the network and the opinions.
 
@@ -167,11 +202,13 @@ def opinion_diffusion(n_voters: int, *, squared: bool = False, rng=None):
     n_voters = check_int(n_voters, "n_voters", minimum=2)
     if not isinstance(squared, (bool, np.bool_)):
         raise TypeError(f"`squared` must be a bool; got {squared!r}.")
+    means = _check_mean_degree(mean_degree)
     rng = check_rng(rng)
     src_all, dst_all, typ_all = [], [], []
     for t, (_, gamma, alpha, _) in enumerate(EDGE_TYPES):
-        outdeg = _power_law_degrees(rng, n_voters, gamma, alpha)
-        indeg = _power_law_degrees(rng, n_voters, gamma, alpha)
+        probs = _degree_law(gamma, alpha, None if means is None else float(means[t]))
+        outdeg = rng.choice(MAX_DEGREE + 1, size=n_voters, p=probs)
+        indeg = rng.choice(MAX_DEGREE + 1, size=n_voters, p=probs)
         out_stubs = rng.permutation(np.repeat(np.arange(n_voters), outdeg))
         in_stubs = rng.permutation(np.repeat(np.arange(n_voters), indeg))
         n = min(out_stubs.size, in_stubs.size)

@@ -286,6 +286,8 @@ class MultiLabelCRF:
     @staticmethod
     def _check_Y(Y, n: int) -> np.ndarray:
         Y = np.asarray(Y)
+        if Y.dtype.kind not in "biuf":  # complex, object, str: never cast silently
+            raise TypeError(f"`Y` must be an array of 0/1 labels; got dtype {Y.dtype}.")
         if Y.ndim != 2 or Y.shape[0] != n:
             raise ValueError(f"`Y` must have shape ({n}, n_labels); got {Y.shape}.")
         if not np.isin(Y, (0, 1)).all():

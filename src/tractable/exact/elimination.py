@@ -15,7 +15,7 @@ import numpy as np
 
 from .._logspace import logsumexp
 from .._results import MAPResult, MarginalsResult
-from .._validate import check_choice, check_int
+from .._validate import as_index_array, check_choice, check_int
 from ..factorgraph import FactorGraph
 from ._common import (
     DEFAULT_MAX_TABLE_SIZE,
@@ -184,7 +184,7 @@ def _validate_variable_elimination(fg, task, order, max_table_size) -> tuple[Fac
     max_table_size = check_int(max_table_size, "max_table_size", minimum=1)
     if order is not None:
         n = fg.n_variables
-        order = [int(v) for v in order]
+        order = as_index_array(order, "order").tolist()
         if sorted(order) != list(range(n)):
             raise ValueError(f"`order` must list every variable 0..{n - 1} exactly once; got {order}.")
     return fg, task, order, max_table_size

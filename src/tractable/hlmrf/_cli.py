@@ -27,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--eps-abs", type=float, help="ADMM absolute tolerance (default: solve's)")
     p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (default: solve's)")
     p.add_argument("--max-iter", type=int, help="ADMM iteration budget (default: solve's)")
+    p.add_argument("--gap-tol", type=float, help="ADMM target of the certified relative gap (default: solve's, 5e-4)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long (any method)")
     p.add_argument(
         "--constraints",
@@ -57,6 +58,7 @@ def _run(args) -> int:
         eps_abs=args.eps_abs,
         eps_rel=args.eps_rel,
         max_iter=args.max_iter,
+        gap_tol=args.gap_tol,
         constraints=args.constraints,
         time_limit=args.time_limit,
         repair=args.repair or None,

@@ -224,6 +224,206 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
 
 
 @njit
+def block_pass(indptr, idx, coef, const, weight, kind, x, y, zl, rho, alpha, acc, sums, scratch):
+    """The term half of one consensus-ADMM iteration over one block of terms, in place.
+
+    The block's terms use local copies ``indptr[t]:indptr[t + 1]`` of its *local* variables
+    ``idx[...]`` (any numbering; ``zl`` holds their current consensus values). For every copy ``j``
+    (variable ``v = idx[j]``) the pass does, in one sweep:
+
+    1. the multiplier update of the previous iteration, ``y_j += rho (x_j - zl_v)``;
+    2. the exact local update of its term from the target ``d_j = zl_v - y_j / rho`` (clip first,
+       the linear side of a hinge, then one Newton step or :func:`root_multiplier`);
+    3. over-relaxation ``x_j = alpha x_j + (1 - alpha) zl_v``;
+    4. the scatter-add ``acc[v] += x_j + y_j / rho``.
+
+    ``acc`` (one per local variable) is overwritten; ``sums`` receives the partial squared norms
+    ``(sum_j (x_j - zl_v)^2, sum_j x_j^2, sum_j y_j^2)`` of step 1 (the previous iteration's
+    primal residual and the norms of its tolerances). ``scratch``: work space of length ``4 m``,
+    ``m`` at least the block's largest arity (:func:`max_arity`).
+    """
+    n_terms = indptr.shape[0] - 1
+    maxk = scratch.shape[0] // 4
+    d = scratch[:maxk]
+    ones = scratch[maxk : 2 * maxk]
+    ones[:] = 1.0
+    bp = scratch[2 * maxk :]
+    for v in range(acc.shape[0]):
+        acc[v] = 0.0
+    inv_rho = 1.0 / rho
+    beta = 1.0 - alpha
+    primal = 0.0
+    xnorm = 0.0
+    ynorm = 0.0
+    for t in range(n_terms):
+        s = indptr[t]
+        k = indptr[t + 1] - s
+        # multiplier update of the previous iteration, then clip first (alpha^(1)): most terms stop there
+        g0 = const[t]
+        for j in range(k):
+            zv = zl[idx[s + j]]
+            xh = x[s + j]
+            r = xh - zv
+            primal += r * r
+            xnorm += xh * xh
+            yj = y[s + j] + rho * r
+            y[s + j] = yj
+            ynorm += yj * yj
+            dj = zv - yj * inv_rho
+            d[j] = dj
+            v = _clip01(dj)
+            x[s + j] = v
+            g0 += coef[s + j] * v
+        kt = kind[t]
+        b = const[t]
+        sgn = 1.0
+        ik = 0.0
+        todo = False
+        if kt == KIND_EQ:
+            todo = g0 != 0.0
+            if g0 < 0.0:
+                sgn = -1.0
+        elif g0 > 0.0:
+            if kt == KIND_LEQ:
+                todo = True
+            elif weight[t] > 0.0:
+                todo = True
+                if kt == KIND_SQUARED:
+                    ik = rho / (2.0 * weight[t])
+                else:
+                    # alpha^(2) of CO-Linear: the linear side
+                    step = weight[t] * inv_rho
+                    g2 = b
+                    for j in range(k):
+                        g2 += coef[s + j] * _clip01(d[j] - step * coef[s + j])
+                    if g2 >= 0.0:
+                        todo = False
+                        for j in range(k):
+                            x[s + j] = _clip01(d[j] - step * coef[s + j])
+        if todo:
+            # inline Newton step from lam = 0 (see root_multiplier); the general solver otherwise
+            num = sgn * b
+            den = ik
+            for j in range(k):
+                cj = sgn * coef[s + j]
+                dj = d[j]
+                if dj > 1.0 or (dj == 1.0 and cj <= 0.0):
+                    num += cj
+                elif dj > 0.0 or (dj == 0.0 and cj < 0.0):
+                    num += cj * dj
+                    den += cj * cj
+            ok = den > 0.0
+            if ok:
+                lam = num / den
+                ok = lam >= 0.0
+                if ok:
+                    for j in range(k):
+                        cj = sgn * coef[s + j]
+                        dj = d[j]
+                        v = dj - lam * cj
+                        if (0.0 < dj < 1.0) or (dj == 0.0 and cj < 0.0) or (dj == 1.0 and cj > 0.0):
+                            if v < 0.0 or v > 1.0:
+                                ok = False
+                        elif (dj <= 0.0 and v > 0.0) or (dj >= 1.0 and v < 1.0):
+                            ok = False
+                if ok:
+                    for j in range(k):
+                        x[s + j] = _clip01(d[j] - lam * sgn * coef[s + j])
+            if not ok:
+                root_multiplier(d, ones, 0, coef, s, b, k, sgn, ik, x, bp, 0)
+        for j in range(s, s + k):
+            v = idx[j]
+            xh = alpha * x[j] + beta * zl[v]
+            x[j] = xh
+            acc[v] += xh + y[j] * inv_rho
+    sums[0] = primal
+    sums[1] = xnorm
+    sums[2] = ynorm
+
+
+@njit
+def consensus_step(
+    acc,
+    sums,
+    z,
+    cnt,
+    rho,
+    eps_abs,
+    eps_rel,
+    stop,
+    n_copies,
+    stats,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+    z_old,
+    d,
+    sc,
+    bp,
+    zbuf,
+):
+    """The consensus half of one consensus-ADMM iteration; True when the stop test holds.
+
+    ``acc[v]`` (length ``n``): the sums over *all* copies of variable ``v`` of ``x_j + y_j / rho``
+    (the blocks' :func:`block_pass` outputs added up; overwritten with the average); ``sums``: the
+    blocks' partial squared norms added up; ``n_copies``: the total number of local copies.
+    First the stop test of Boyd et al. (2011, Sec. 3.3) on the previous iteration: ``stats[0]`` (primal
+    residual), ``stats[2]``, ``stats[3]`` (its tolerances) are set from ``sums``; when both residuals
+    are below their tolerances and ``stop`` is true, ``z`` is left as is and True returned. Otherwise ``z`` becomes the
+    clipped copy average, then each consensus-step constraint (``zc_*``, disjoint supports) is
+    projected in the norm weighted by ``cnt``; ``stats[1]`` (dual residual ``rho ||z - z_prev||``
+    weighted by ``cnt``) and ``stats[4]`` (``||z||`` weighted by ``cnt``) are updated. ``z_old`` (length
+    ``n``), ``d``, ``sc`` (largest constraint arity), ``bp`` (twice that), ``zbuf`` (``zc_idx``'s length)
+    are scratch.
+    """
+    n = z.shape[0]
+    sqrt_p = np.sqrt(n_copies)
+    stats[0] = np.sqrt(sums[0])
+    stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(sums[1]), stats[4])
+    stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(sums[2])
+    if stop and stats[0] <= stats[2] and stats[1] <= stats[3]:
+        return True
+    for v in range(n):
+        z_old[v] = z[v]
+        if cnt[v] > 0:
+            acc[v] = acc[v] / cnt[v]
+        else:
+            acc[v] = z[v]
+        z[v] = _clip01(acc[v])
+    for t in range(zc_indptr.shape[0] - 1):
+        s = zc_indptr[t]
+        k = zc_indptr[t + 1] - s
+        for j in range(k):
+            v = zc_idx[s + j]
+            d[j] = acc[v]
+            sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
+        local_update(zc_kind[t], d, sc, 0, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp, 0)
+        for j in range(k):
+            z[zc_idx[s + j]] = zbuf[s + j]
+    dual = 0.0
+    znorm = 0.0
+    for v in range(n):
+        zv = z[v]
+        dz = zv - z_old[v]
+        dual += cnt[v] * dz * dz
+        znorm += cnt[v] * zv * zv
+    stats[1] = rho * np.sqrt(dual)
+    stats[4] = np.sqrt(znorm)
+    return False
+
+
+@njit
+def max_arity(indptr):
+    """Largest number of copies of one term (at least 1)."""
+    m = 1
+    for t in range(indptr.shape[0] - 1):
+        m = max(m, indptr[t + 1] - indptr[t])
+    return m
+
+
+@njit
 def admm_run(
     indptr,
     idx,
@@ -239,6 +439,7 @@ def admm_run(
     alpha,
     eps_abs,
     eps_rel,
+    stop,
     n_steps,
     stats,
     zc_indptr,
@@ -249,159 +450,60 @@ def admm_run(
 ):
     """Run up to ``n_steps`` consensus-ADMM iterations in place; return the number completed.
 
+    With ``stop`` false the residuals are computed (``stats``) but never end the loop early.
+
+    The one-block case of :func:`block_pass` followed by :func:`consensus_step` (the variables'
+    local numbering is the global one), in one compiled loop.
+
     ``x``: the (over-relaxed) local copies ``alpha x + (1 - alpha) z_prev`` of the last local update;
     ``y``: unscaled multipliers, one per copy; ``z``: consensus variables; ``cnt[v]``: number of
-    copies of variable ``v``. Over-relaxation ``alpha`` in (0, 2) (1 = plain ADMM).
-
-    One pass over the terms does everything per copy: the multiplier update of the previous iteration
-    ``y += rho (x - z)`` (with the residual norms), the new local update, and the scatter-add of
-    ``x + y / rho``; a pass over the variables then forms ``z``. ``stats`` carries (primal residual,
-    dual residual, eps_primal, eps_dual, ||z|| weighted by ``cnt``) between calls (initialize the
-    dual residual to ``inf``). The loop stops when both residuals of the last completed iteration are
-    below their tolerances (Boyd et al. 2011, Sec. 3.3, with ``sqrt(number of local copies)``
-    scaling of ``eps_abs``); ``z`` is then that iteration's consensus.
+    copies of variable ``v``. Over-relaxation ``alpha`` in (0, 2) (1 = plain ADMM). ``stats`` carries
+    (primal residual, dual residual, eps_primal, eps_dual, ||z|| weighted by ``cnt``) between calls
+    (initialize the dual residual to ``inf``). The loop stops when both residuals of the last
+    completed iteration are below their tolerances (Boyd et al. 2011, Sec. 3.3, with ``sqrt(number
+    of local copies)`` scaling of ``eps_abs``); ``z`` is then that iteration's consensus.
 
     ``zc_*`` (CSR like the terms, kinds KIND_LEQ / KIND_EQ) are constraints with pairwise disjoint
     supports that belong to the consensus step instead of having local copies: the z-update is then
     the projection of the copy average onto box ∩ constraints in the norm weighted by ``cnt``, which
     separates over the constraints, so every iterate ``z`` is feasible.
     """
-    n_terms = indptr.shape[0] - 1
-    nnz = idx.shape[0]
     n = z.shape[0]
-    maxk = 1
-    for t in range(n_terms):
-        maxk = max(maxk, indptr[t + 1] - indptr[t])
-    for t in range(zc_indptr.shape[0] - 1):
-        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
+    maxk = max(max_arity(indptr), max_arity(zc_indptr))
+    scratch = np.empty(4 * maxk)
     d = np.empty(maxk)
     sc = np.empty(maxk)
-    ones = np.ones(maxk)
     bp = np.empty(2 * maxk)
     zbuf = np.empty(zc_idx.shape[0])
     acc = np.empty(n)
     z_old = np.empty(n)
-    sqrt_p = np.sqrt(nnz)
-    inv_rho = 1.0 / rho
-    beta = 1.0 - alpha
+    sums = np.empty(3)
+    nnz = idx.shape[0]
     for it in range(n_steps):
-        for v in range(n):
-            acc[v] = 0.0
-            z_old[v] = z[v]
-        primal = 0.0
-        xnorm = 0.0
-        ynorm = 0.0
-        for t in range(n_terms):
-            s = indptr[t]
-            k = indptr[t + 1] - s
-            # multiplier update of the previous iteration, then clip first (alpha^(1)): most terms stop there
-            g0 = const[t]
-            for j in range(k):
-                zv = z[idx[s + j]]
-                xh = x[s + j]
-                r = xh - zv
-                primal += r * r
-                xnorm += xh * xh
-                yj = y[s + j] + rho * r
-                y[s + j] = yj
-                ynorm += yj * yj
-                dj = zv - yj * inv_rho
-                d[j] = dj
-                v = _clip01(dj)
-                x[s + j] = v
-                g0 += coef[s + j] * v
-            kt = kind[t]
-            b = const[t]
-            sgn = 1.0
-            ik = 0.0
-            todo = False
-            if kt == KIND_EQ:
-                todo = g0 != 0.0
-                if g0 < 0.0:
-                    sgn = -1.0
-            elif g0 > 0.0:
-                if kt == KIND_LEQ:
-                    todo = True
-                elif weight[t] > 0.0:
-                    todo = True
-                    if kt == KIND_SQUARED:
-                        ik = rho / (2.0 * weight[t])
-                    else:
-                        # alpha^(2) of CO-Linear: the linear side
-                        step = weight[t] * inv_rho
-                        g2 = b
-                        for j in range(k):
-                            g2 += coef[s + j] * _clip01(d[j] - step * coef[s + j])
-                        if g2 >= 0.0:
-                            todo = False
-                            for j in range(k):
-                                x[s + j] = _clip01(d[j] - step * coef[s + j])
-            if todo:
-                # inline Newton step from lam = 0 (see root_multiplier); the general solver otherwise
-                num = sgn * b
-                den = ik
-                for j in range(k):
-                    cj = sgn * coef[s + j]
-                    dj = d[j]
-                    if dj > 1.0 or (dj == 1.0 and cj <= 0.0):
-                        num += cj
-                    elif dj > 0.0 or (dj == 0.0 and cj < 0.0):
-                        num += cj * dj
-                        den += cj * cj
-                ok = den > 0.0
-                if ok:
-                    lam = num / den
-                    ok = lam >= 0.0
-                    if ok:
-                        for j in range(k):
-                            cj = sgn * coef[s + j]
-                            dj = d[j]
-                            v = dj - lam * cj
-                            if (0.0 < dj < 1.0) or (dj == 0.0 and cj < 0.0) or (dj == 1.0 and cj > 0.0):
-                                if v < 0.0 or v > 1.0:
-                                    ok = False
-                            elif (dj <= 0.0 and v > 0.0) or (dj >= 1.0 and v < 1.0):
-                                ok = False
-                    if ok:
-                        for j in range(k):
-                            x[s + j] = _clip01(d[j] - lam * sgn * coef[s + j])
-                if not ok:
-                    root_multiplier(d, ones, 0, coef, s, b, k, sgn, ik, x, bp, 0)
-            for j in range(s, s + k):
-                v = idx[j]
-                xh = alpha * x[j] + beta * z_old[v]
-                x[j] = xh
-                acc[v] += xh + y[j] * inv_rho
-        stats[0] = np.sqrt(primal)
-        stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(xnorm), stats[4])
-        stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(ynorm)
-        if stats[0] <= stats[2] and stats[1] <= stats[3]:
+        block_pass(indptr, idx, coef, const, weight, kind, x, y, z, rho, alpha, acc, sums, scratch)
+        if consensus_step(
+            acc,
+            sums,
+            z,
+            cnt,
+            rho,
+            eps_abs,
+            eps_rel,
+            stop,
+            nnz,
+            stats,
+            zc_indptr,
+            zc_idx,
+            zc_coef,
+            zc_const,
+            zc_kind,
+            z_old,
+            d,
+            sc,
+            bp,
+            zbuf,
+        ):
             return it
-        for v in range(n):
-            if cnt[v] > 0:
-                acc[v] = acc[v] / cnt[v]
-            else:
-                acc[v] = z_old[v]
-            z[v] = _clip01(acc[v])
-        for t in range(zc_indptr.shape[0] - 1):
-            s = zc_indptr[t]
-            k = zc_indptr[t + 1] - s
-            for j in range(k):
-                v = zc_idx[s + j]
-                d[j] = acc[v]
-                sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
-            local_update(zc_kind[t], d, sc, 0, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp, 0)
-            for j in range(k):
-                z[zc_idx[s + j]] = zbuf[s + j]
-        dual = 0.0
-        znorm = 0.0
-        for v in range(n):
-            zv = z[v]
-            dz = zv - z_old[v]
-            dual += cnt[v] * dz * dz
-            znorm += cnt[v] * zv * zv
-        stats[1] = rho * np.sqrt(dual)
-        stats[4] = np.sqrt(znorm)
     return n_steps
 
 
@@ -436,6 +538,7 @@ def admm_run_parallel(
     alpha,
     eps_abs,
     eps_rel,
+    stop,
     n_steps,
     stats,
     zc_indptr,
@@ -572,17 +675,17 @@ def admm_run_parallel(
         ynorm = 0.0
         for j in prange(nnz):
             v = idx[j]
-            xj = x[j]
-            r = xj - z[v]
+            xh = alpha * x[j] + beta * z_old[v]  # the relaxed copy, as block_pass keeps it
+            r = xh - z[v]
             primal += r * r
-            xnorm += xj * xj
-            yj = y[j] + rho * (alpha * xj + beta * z_old[v] - z[v])
+            xnorm += xh * xh
+            yj = y[j] + rho * r
             y[j] = yj
             ynorm += yj * yj
         stats[0] = np.sqrt(primal)
         stats[1] = rho * np.sqrt(dual)
         stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(xnorm), np.sqrt(znorm))
         stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(ynorm)
-        if stats[0] <= stats[2] and stats[1] <= stats[3]:
+        if stop and stats[0] <= stats[2] and stats[1] <= stats[3]:
             return it + 1
     return n_steps

@@ -2,8 +2,17 @@
 
 Every potential and every constraint gets local copies of its variables and Lagrange multipliers;
 each iteration solves all local problems exactly (:mod:`tractable.hlmrf.updates`), averages the
-copies into the consensus variables (clipped to [0, 1]) and updates the multipliers. The whole
-iteration is one compiled pass over flat arrays (:func:`tractable.hlmrf._kernels.admm_run`).
+copies into the consensus variables (clipped to [0, 1]) and updates the multipliers. An iteration
+is a term half and a consensus half (:mod:`tractable.hlmrf.partition`); the default path runs both
+in one compiled loop over flat arrays (:func:`tractable.hlmrf._kernels.admm_run`), ``n_partitions``
+runs the term half block by block.
+
+Stopping: every few iterations one pass computes a certified lower bound from the multipliers
+(:mod:`tractable.hlmrf.bound`; also at their exponential average, which closes the gap faster on
+LPs); the run stops when the residuals are small and the certified gap of the (feasible) consensus
+point is at most ``gap_tol`` (5e-4), or on small residuals alone when the iterates cannot be
+certified (constraints with local copies). The growth of the multipliers is tested for a Farkas
+certificate of infeasibility.
 
 :func:`solve` validates its arguments once (``_validate_solve``) and calls the core of the chosen
 method from :data:`METHODS` (``_solve_admm`` here, ``_solve_highs`` / ``_solve_clarabel`` in
@@ -28,24 +37,26 @@ from .._results import (
     warn_stopped,
 )
 from .._validate import as_float_array, check_choice, check_int, check_options, check_positive, resolve_method
-from . import _kernels, bound
+from . import _kernels, bound, partition
 from ._reference import _solve_clarabel, _solve_highs
 from ._result import MPEResult
 from .model import HLMRF
+from .partition import _split_constraints
 
 __all__ = ["solve", "METHODS"]
 
 #: ADMM's options and their defaults (``None`` in the signature of :func:`solve` means "not given")
 _ADMM_DEFAULTS = {
-    "rho": 1.0,
+    "rho": None,  # chosen from the model: _default_rho
     "eps_abs": 1e-5,
     "eps_rel": 1e-3,
     "max_iter": 25_000,
     "progress": False,
     "adaptive_rho": False,
-    "over_relaxation": 1.0,
+    "over_relaxation": 1.6,
     "constraints": "auto",
     "parallel": False,
+    "n_partitions": 1,
 }
 #: options that every method uses
 _COMMON = ("time_limit", "repair")
@@ -72,6 +83,7 @@ def solve(
     over_relaxation: float | None = None,
     constraints: str | None = None,
     parallel: bool | None = None,
+    n_partitions: int | None = None,
     gap_tol: float | None = None,
     repair: bool = False,
 ) -> MPEResult:
@@ -88,12 +100,15 @@ def solve(
         ``"highs"``: the exact linear program (all potentials with ``p = 1``) solved by HiGHS through
         :func:`scipy.optimize.linprog`. ``"clarabel"``: the exact quadratic program solved by the
         Clarabel interior-point solver (the ``ref`` extra). See :data:`METHODS`.
-    rho : float, default 1.0
-        ADMM step size (initial value when ``adaptive_rho``).
+    rho : float, default 1.0 or 0.25
+        ADMM step size (initial value when ``adaptive_rho``). Default: 0.25 when most potentials are
+        squared hinges, else 1.0 (the fastest certified convergence measured on the opinion-diffusion
+        benchmarks; docs/hlmrf.md).
     eps_abs, eps_rel : float, default 1e-5 and 1e-3
-        ADMM stopping tolerances: stop when ``||r|| <= sqrt(p) eps_abs + eps_rel max(||x||, ||z||)`` and
-        ``||s|| <= sqrt(p) eps_abs + eps_rel ||y||`` with ``p`` the number of local copies (Boyd et
-        al. 2011, Sec. 3.3.1; PSL's defaults).
+        Residual tolerances of Boyd et al. (2011, Sec. 3.3.1; PSL's defaults): the residuals are small
+        when ``||r|| <= sqrt(p) eps_abs + eps_rel max(||x||, ||z||)`` and ``||s|| <= sqrt(p) eps_abs +
+        eps_rel ||y||`` with ``p`` the number of local copies. See "Stopping" below for how they
+        combine with ``gap_tol``; ``0`` switches the residual test off.
     max_iter : int, default 25_000
         ADMM iteration budget.
     x0 : array_like of shape (n_variables,), optional
@@ -109,9 +124,10 @@ def solve(
         further from its tolerance than the dual one, and halved in the opposite case; the
         multipliers are unscaled, so they need no rescaling. Adaptation stops after
         ``max_iter // 2`` iterations so that the final phase is plain ADMM with a fixed ``rho``.
-    over_relaxation : float, default 1.0
+    over_relaxation : float, default 1.6
         ``alpha`` in (0, 2): the consensus and multiplier updates use ``alpha x + (1 - alpha) z``
-        (Boyd et al. 2011, Sec. 3.4.3); 1 is plain ADMM.
+        (Boyd et al. 2011, Sec. 3.4.3); 1 is plain ADMM (the paper's and PSL's). 1.6 cut the
+        iterations to a certified gap of 5e-4 by a third or more on the benchmarks.
     constraints : {"auto", "local", "consensus"}, default "auto"
         ADMM's treatment of the hard constraints. ``"local"``: as in the paper, every constraint has
         local copies and its update is a projection (iterates are feasible only in the limit).
@@ -126,16 +142,34 @@ def solve(
         the iterates are those of the one-thread kernel up to the summation order of the residuals.
         Worth it on a dedicated multi-core machine; on a busy one each parallel region waits for its
         slowest thread, hence the default of one thread.
-    gap_tol : float, optional
-        ADMM stops as soon as the certified relative gap ``(objective(z) - lower_bound) /
-        max(|objective(z)|, 1)`` of a feasible consensus iterate ``z`` (largest violation at most
-        ``1e-9``) is at most ``gap_tol`` (checked every 10 iterations, one extra pass each), with
-        ``status="converged"``. Every ADMM result carries ``lower_bound`` and ``gap`` anyway (one
-        pass at the end); see :mod:`tractable.hlmrf.bound`.
+    n_partitions : int, default 1
+        Split the terms into this many blocks (:func:`tractable.hlmrf.partition.split_terms`, BFS
+        order) and run each iteration as the blocks' term halves one after the other plus one
+        consensus step (:mod:`tractable.hlmrf.partition`): what a distributed backend does, in one
+        process. The iterates equal those of the default ``1`` up to the order of floating-point
+        additions; it is slower (Python loop over the blocks) and exists to check and demonstrate
+        the partitioned iteration. Not with ``parallel=True``.
+    gap_tol : float, default 5e-4
+        Target of the certified relative gap ``(objective(z) - lower_bound) / max(|objective(z)|, 1)``
+        of a feasible consensus iterate ``z`` (largest violation at most ``1e-9``); see "Stopping".
+        Every ADMM result carries ``lower_bound`` and ``gap``; see :mod:`tractable.hlmrf.bound`.
     repair : bool, default False
         Replace the answer by :func:`tractable.hlmrf.project_feasible` of it (a nearby feasible
         point), as the paper does before measuring suboptimality (every method). An infeasible model
         is left unrepaired, with a ``ConvergenceWarning``.
+
+    Stopping (ADMM). Every 10 iterations (every 50 while the iterates violate a constraint) one
+    extra pass computes the certified gap of the current ``z``. ADMM stops with
+    ``status="converged"`` when the gap is at most ``gap_tol`` and the residuals are small (the
+    residual test is off when ``eps_abs = eps_rel = 0``: then the gap alone decides): the answer is
+    then feasible and provably within ``gap_tol`` (relative) of the optimum. When the constraints
+    keep local copies (``constraints="local"``, or shared constraints), the iterates are feasible
+    only in the limit and cannot be certified: small residuals stop the run (``gap`` is ``inf``
+    unless the iterate happens to be feasible). A feasible ``z`` with small residuals but a larger
+    gap runs on to the gap target or ``max_iter``. So with ``constraints="consensus"`` (the default
+    whenever the constraints are disjoint) the default answer is feasible and within 5e-4 of the
+    optimum, and says so through ``gap``. The divergence of the multipliers is tested too (an
+    infeasible model ends with ``status="infeasible"``).
 
     The options from ``rho`` to ``gap_tol`` (and ``x0``) are ADMM's: giving one with
     ``method="highs"`` or ``"clarabel"`` raises ``ValueError``. ``None`` means "not given" (the
@@ -191,6 +225,7 @@ def solve(
             over_relaxation=over_relaxation,
             constraints=constraints,
             parallel=parallel,
+            n_partitions=n_partitions,
             gap_tol=gap_tol,
             repair=repair,
         ),
@@ -235,8 +270,13 @@ def _validate_solve(model, method, options):
         x0 = as_float_array(x0, "x0", ndim=1, allow_neginf=False)
         if x0.shape != (model.n_variables,):
             raise ValueError(f"`x0` must have shape ({model.n_variables},); got {x0.shape}.")
+    n_partitions = check_int(opt["n_partitions"], "n_partitions", minimum=1)
+    if n_partitions > 1 and opt["parallel"]:
+        raise ValueError(
+            f"`n_partitions` > 1 runs the blocks in sequence; it excludes `parallel`=True; got {n_partitions}."
+        )
     return core, dict(
-        rho=check_positive(opt["rho"], "rho"),
+        rho=None if opt["rho"] is None else check_positive(opt["rho"], "rho"),
         eps_abs=check_positive(opt["eps_abs"], "eps_abs", strict=False),
         eps_rel=check_positive(opt["eps_rel"], "eps_rel", strict=False),
         max_iter=check_int(opt["max_iter"], "max_iter", minimum=1),
@@ -247,7 +287,8 @@ def _validate_solve(model, method, options):
         alpha=_check_alpha(opt["over_relaxation"]),
         constraints=check_choice(opt["constraints"], "constraints", ("local", "consensus", "auto")),
         parallel=bool(opt["parallel"]),
-        gap_tol=None if options["gap_tol"] is None else check_positive(options["gap_tol"], "gap_tol"),
+        n_partitions=n_partitions,
+        gap_tol=_DEFAULT_GAP_TOL if options["gap_tol"] is None else check_positive(options["gap_tol"], "gap_tol"),
     )
 
 
@@ -258,42 +299,36 @@ def _check_alpha(alpha) -> float:
     return alpha
 
 
+#: default target of the certified relative gap
+_DEFAULT_GAP_TOL = 5e-4
+#: weight of the old average in the exponential average of the multipliers, updated every _CHUNK
+#: iterations: ADMM's multipliers oscillate on LPs, and the bound at their average closes the gap
+#: in half the iterations on the sparse p = 1 benchmarks (docs/hlmrf.md)
+_AVG_KEEP = 0.8
+#: iterations between gap checks while the iterates are not feasible (every _CHUNK otherwise)
+_GAP_EVERY_INFEASIBLE = 50
+
+
+def _default_rho(comp) -> float:
+    """0.25 when squared hinges are the majority of the potentials, else 1.0 (measured, docs/hlmrf.md)."""
+    pot = comp.kind < _kernels.KIND_LEQ
+    squared = np.count_nonzero(comp.kind[pot] == _kernels.KIND_SQUARED)
+    return 0.25 if 2 * squared > np.count_nonzero(pot) else 1.0
+
+
 #: iterations between convergence reports to Python (time limit, progress, adaptive rho)
 _CHUNK = 10
 _MU, _TAU = 10.0, 2.0
 
 
-def _split_constraints(comp, mode: str):
-    """Terms that keep local copies, and the disjoint constraints moved to the consensus step."""
-    is_con = comp.kind >= _kernels.KIND_LEQ
-    rows_con = np.flatnonzero(is_con)
-    empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8))
-    terms = (comp.indptr, comp.idx, comp.coef, comp.const, comp.weight, comp.kind)
-    if mode == "local" or rows_con.size == 0:
-        return terms, empty
-    lengths = np.diff(comp.indptr)
-    owner = np.repeat(is_con, lengths)
-    disjoint = np.bincount(comp.idx[owner], minlength=comp.free.size).max() <= 1
-    if not disjoint:
-        if mode == "auto":
-            return terms, empty
-        raise ValueError(
-            "`constraints`='consensus' needs constraints whose variables are pairwise disjoint; "
-            "two constraints share a variable (use 'local')."
-        )
-    keep = ~is_con
-
-    def csr(rows_mask, entry_mask):
-        ln = lengths[rows_mask]
-        ip = np.zeros(ln.size + 1, dtype=np.int64)
-        np.cumsum(ln, out=ip[1:])
-        return ip, comp.idx[entry_mask], comp.coef[entry_mask]
-
-    ip, ix, cf = csr(keep, ~owner)
-    terms = (ip, ix, cf, comp.const[keep], comp.weight[keep], comp.kind[keep])
-    ip, ix, cf = csr(is_con, owner)
-    return terms, (ip, ix, cf, comp.const[is_con], comp.kind[is_con])
-
+#: iterations between two tests of the multipliers' growth for divergence (when the primal residual stalls)
+_WATCH_EVERY = 100
+#: the primal residual "stalls" when it stays above this fraction of its value at the last snapshot
+_STALL = 0.5
+_DIVERGED = (
+    "the multipliers diverge: their growth from iteration {m} to {n} is a Farkas certificate that no "
+    "point of the box satisfies the constraints"
+)
 
 #: largest violation of a point whose objective certifies a gap
 FEASIBILITY_TOL = 1e-9
@@ -371,10 +406,13 @@ def _solve_admm(
     alpha,
     constraints,
     parallel,
-    gap_tol=None,
+    n_partitions=1,
+    gap_tol=_DEFAULT_GAP_TOL,
 ):
     t0 = time.perf_counter()
     comp = model._compile()
+    if rho is None:
+        rho = _default_rho(comp)
     why, cmax = _infeasibility(comp)
     if why is not None:
         full = comp.x_fixed.copy()
@@ -396,36 +434,97 @@ def _solve_admm(
     terms, zcons = _split_constraints(comp, constraints)
     cert = np.zeros(3)
 
-    def certify():
-        bound.certificate(*terms[:6], y, z, *zcons, max_copies, cert)
+    def certify(averaged=False):
+        bound.certificate(*terms[:6], y_avg if averaged else y, z, *zcons, max_copies, cert)
         return comp.offset + cert[0], comp.offset + cert[1], cert[2]
+
+    def average():
+        np.multiply(y_avg, _AVG_KEEP, out=y_avg)
+        np.add(y_avg, (1.0 - _AVG_KEEP) * y, out=y_avg)
+
+    def snapshot(zero=False):
+        return np.zeros_like(y) if zero else y.copy()
+
+    def recession(snap):
+        return bound.infeasibility_measure(terms, zcons, y - snap, z, max_copies)
 
     idx = terms[1]
     n_free = comp.free.size
     z = np.zeros(n_free) if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
     x = z[idx]
     y = np.zeros(idx.size)
+    y_avg = np.zeros(idx.size)
     counts = np.bincount(idx, minlength=n_free)
     cnt = counts.astype(np.float64)
     max_copies = float(counts.max(initial=0))
-    if parallel:
+    if n_partitions > 1:
+        part = partition.split_terms(model, n_partitions, constraints=constraints)
+        states = [partition.block_start(blk, z) for blk in part.blocks]
+
+        def step(k):
+            # the blocks run one after the other; a distributed backend runs them side by side
+            for it in range(k):
+                outs = [
+                    partition.block_step(blk, xb, yb, z[blk.variables], rho, alpha)
+                    for blk, (xb, yb) in zip(part.blocks, states)
+                ]
+                acc, sums = partition.combine(part, outs)
+                if partition.consensus_step(
+                    part, acc, sums, z, stats, rho=rho, eps_abs=eps_abs, eps_rel=eps_rel, stop=watch
+                ):
+                    return it
+            return k
+
+        avgs = [np.zeros_like(yb) for _, yb in states]
+
+        def certify(averaged=False):
+            ys = avgs if averaged else [yb for _, yb in states]
+            outs = [partition.block_certificate(blk, yb, z[blk.variables]) for blk, yb in zip(part.blocks, ys)]
+            return partition.consensus_certificate(part, outs, z)
+
+        def average():
+            for ab, (_, yb) in zip(avgs, states):
+                ab *= _AVG_KEEP
+                ab += (1.0 - _AVG_KEEP) * yb
+
+        def snapshot(zero=False):
+            return [np.zeros_like(yb) if zero else yb.copy() for _, yb in states]
+
+        def recession(snap):
+            outs = [
+                partition.block_certificate(blk, yb - sb, z[blk.variables], recession=True)
+                for blk, (_, yb), sb in zip(part.blocks, states, snap)
+            ]
+            return partition.consensus_certificate(part, outs, z, recession=True)[0]
+
+    elif parallel:
         vptr = np.zeros(n_free + 1, dtype=np.int64)
         np.cumsum(counts, out=vptr[1:])
         vcopies = np.argsort(idx, kind="stable")
 
         def step(k):
             return _kernels.admm_run_parallel(
-                *terms, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs, eps_rel, k, stats, *zcons
+                *terms, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs, eps_rel, watch, k, stats, *zcons
             )
     else:
 
         def step(k):
-            return _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, k, stats, *zcons)
+            return _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, watch, k, stats, *zcons)
 
     stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
     n_iter = 0
     status = MAX_ITER_REACHED
     by_gap = False
+    # constraints with local copies: the iterates are feasible only in the limit (no certified gap),
+    # the residual test stops the run, and the multipliers are watched for divergence
+    watch = bool(np.any(terms[5] >= _kernels.KIND_LEQ))
+    # feasible iterates (not watch): the kernel never stops on its residual test (an early return
+    # would skip a consensus step); the residuals are tested here, after every chunk, with the gap
+    next_gap = _CHUNK
+    best_lb = -np.inf
+    residual_off = eps_abs == 0.0 and eps_rel == 0.0
+    y_snap, snap_primal, snap_iter, next_watch = None, np.inf, 0, _WATCH_EVERY
+    infeasible_why = None
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -441,15 +540,32 @@ def _solve_admm(
             if bar is not None:
                 bar.update(done)
                 bar.set_postfix(primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}", refresh=False)
-            if done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3]):
+            small = done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3])
+            if watch and small:
                 status = CONVERGED
                 break
-            if gap_tol is not None:
+            average()
+            if n_iter >= next_gap or small:
                 lb, obj, cviol = certify()
-                if _gap(obj, lb, cviol) <= gap_tol:
+                gap_now = _gap(obj, lb, cviol)
+                if gap_now > gap_tol and (small or residual_off) and np.isfinite(gap_now):
+                    # a feasible z waits for its bound: try the averaged multipliers too
+                    lb = max(lb, certify(averaged=True)[0])
+                    gap_now = _gap(obj, lb, cviol)
+                best_lb = max(best_lb, lb)
+                next_gap = n_iter + (_CHUNK if cviol <= FEASIBILITY_TOL else _GAP_EVERY_INFEASIBLE)
+                # the gap target and small residuals (unless the residual test is off: eps_abs = eps_rel = 0)
+                if gap_now <= gap_tol and (small or residual_off):
                     status = CONVERGED
                     by_gap = True
                     break
+            if watch and n_iter >= next_watch and stats[0] > stats[2]:
+                next_watch = n_iter + _WATCH_EVERY
+                if y_snap is not None and stats[0] > _STALL * snap_primal and recession(y_snap) > 0.0:
+                    status = INFEASIBLE
+                    infeasible_why = _DIVERGED.format(n=n_iter, m=snap_iter)
+                    break
+                y_snap, snap_primal, snap_iter = snapshot(), stats[0], n_iter
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 status = TIME_LIMIT_REACHED
                 break
@@ -467,21 +583,47 @@ def _solve_admm(
     full[comp.free] = z
     viol = model.max_violation(full)
     objective = model.objective(full)
-    lower_bound = certify()[0] if comp.idx.size else comp.offset
+    # every bound is valid: the best seen for this z (by_gap), or those of both multipliers now
+    lower_bound = (
+        max(best_lb if by_gap else -np.inf, certify()[0], certify(averaged=True)[0]) if comp.idx.size else comp.offset
+    )
     gap = _gap(objective, lower_bound, viol)
     # a converged feasible model has z within |c_k| * primal residual of each constraint's local copy
-    viol_tol = 1e-6 + 2.0 * cmax * (stats[0] + stats[1] / rho) / min(alpha, 1.0)
+    viol_tol = 1e-6 + (2.0 * cmax * (stats[0] + stats[1] / rho) / min(alpha, 1.0) if cmax > 0 else 0.0)
     if status == CONVERGED and not by_gap and viol > viol_tol:
         status = ERROR
         detail = (
             f"residuals below tolerance but max violation {viol:.3g} exceeds what they allow ({viol_tol:.3g}); "
             "the model is probably infeasible"
         )
+        # any multipliers may certify: their growth since the last snapshot, or themselves
+        for snap, start in ((y_snap, snap_iter), (snapshot(zero=True), 0)):
+            if snap is not None and recession(snap) > 0.0:
+                status, infeasible_why = INFEASIBLE, _DIVERGED.format(n=n_iter, m=start)
+                break
+    if status != INFEASIBLE and zcons[4].size:
+        # the projection onto a consensus-step constraint that misses the box leaves it violated
+        vals = _kernels.term_values(*zcons[:4], z)
+        rows = np.repeat(np.arange(zcons[3].size), np.diff(zcons[0]))
+        scale = 1.0 + np.abs(zcons[3]) + np.bincount(rows, weights=np.abs(zcons[2]), minlength=zcons[3].size)
+        bad = np.where(zcons[4] == _kernels.KIND_EQ, np.abs(vals), vals) > 1e-9 * scale
+        if bad.any():
+            status = INFEASIBLE
+            infeasible_why = "a constraint of the consensus step cannot hold anywhere in the box [0, 1]"
+    if status == INFEASIBLE:
+        lower_bound, gap = float("-inf"), float("inf")
     converged = status == CONVERGED
-    if status == ERROR:
+    if status == INFEASIBLE:
+        detail = infeasible_why
+    elif status == ERROR:
         pass
     elif converged:
-        detail = "certified gap below gap_tol" if by_gap else "residuals below tolerance"
+        if by_gap:
+            detail = f"certified gap {gap:.2g} below gap_tol" + ("" if residual_off else ", residuals below tolerance")
+        else:
+            detail = "residuals below tolerance" + (
+                "" if np.isfinite(gap) else f"; max violation {viol:.2g}, no certified gap"
+            )
     else:
         budget = "time_limit" if status == TIME_LIMIT_REACHED else "max_iter"
         detail = (

@@ -53,6 +53,22 @@ The same pass evaluates the objective and the largest constraint violation of th
 ``z``, so that a certified relative gap ``(objective(z) - g(y)) / max(|objective(z)|, 1)`` costs one
 pass over the terms, about one ADMM iteration.
 
+Infeasibility
+-------------
+Dropping the potentials (weights 0: only the box stays in their local problems) leaves
+
+    h(w) = sum_t min_{x in C_t} w_t · x + min_{z in Z} (-W · z),
+
+``C_t`` the box for a potential and box ∩ constraint for a constraint term. ``h`` is positively
+homogeneous, and ``h(w) <= 0`` for *every* ``w`` when a feasible point ``z`` exists (take
+``x_t = z[idx_t]``: the two sums cancel). So a computed ``h(w) > 0`` (the same kernel, the same
+rigorous slack) proves that the model is infeasible: a Farkas certificate. On an infeasible model
+ADMM's multipliers grow without bound along such a direction — their increments converge to a
+vector with ``h > 0`` while the primal residual stalls at a positive value (Banjac et al. 2019,
+"Infeasibility detection in the alternating direction method of multipliers for convex
+optimization") — so the solver tests ``w = y_k - y_{k - m}`` from time to time
+(:func:`infeasibility_measure`). Since ``g(y + s w) >= g(y) + s h(w)``, the dual bound diverges too.
+
 :func:`term_minimum_reference` is a slow, readable version of ``m_t`` (enumerating every
 breakpoint and stationary point) used in the tests; :func:`term_minima` runs the compiled kernel
 on a batch of terms.
@@ -66,7 +82,7 @@ from .._numba import njit
 from . import _kernels
 from .updates import KINDS, _check_term_batch
 
-__all__ = ["term_minimum_reference", "term_minima"]
+__all__ = ["term_minimum_reference", "term_minima", "infeasibility_measure"]
 
 #: unit roundoff with a margin, for the rigorous slack of floating-point sums
 _U = 2.0 * np.finfo(np.float64).eps
@@ -222,27 +238,24 @@ def batch_term_minima(indptr, coef, const, weight, kind, y, out):
 
 
 @njit
-def certificate(
-    indptr, idx, coef, const, weight, kind, y, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, max_copies, out
-):
-    """One pass: ``out = (g(y) - slack, objective of z over the terms, max violation of z)``.
+def block_certificate(indptr, idx, coef, const, weight, kind, y, zl, yl, part):
+    """The term half of :func:`certificate` for one block of terms (local variable numbering).
 
-    Terms and ``zc_*`` as in :func:`tractable.hlmrf._kernels.admm_run`; ``max_copies``: the largest
-    number of copies of a variable; ``g`` without the offset of the fixed-only potentials (the
-    caller adds it).
+    ``zl``: consensus values of the block's local variables; ``yl`` (one per local variable) is
+    overwritten with the sums of ``y`` over the block's copies of each variable; ``part`` (length 6)
+    receives ``(sum of the terms' dual values, sum of their magnitudes, sum of |y|, objective of
+    zl over the block's potentials, largest violation of its constraints, rounding slack of the
+    terms' evaluations)``. Blocks combine by adding every entry except the violation (``max``).
     """
-    n = z.shape[0]
     n_terms = indptr.shape[0] - 1
     maxk = 1
     for t in range(n_terms):
         maxk = max(maxk, indptr[t + 1] - indptr[t])
-    for t in range(zc_indptr.shape[0] - 1):
-        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
     tb = np.empty(maxk)
     db = np.empty(maxk)
-    ny = np.empty(maxk)
     sl = np.zeros(1)
-    yv = np.zeros(n)
+    for v in range(yl.shape[0]):
+        yl[v] = 0.0
     yabs = 0.0
     total = 0.0
     tmag = 0.0
@@ -255,9 +268,9 @@ def certificate(
         sv = const[t]
         for j in range(s, s + k):
             v = idx[j]
-            yv[v] += y[j]
+            yl[v] += y[j]
             yabs += abs(y[j])
-            sv += coef[j] * z[v]
+            sv += coef[j] * zl[v]
         if kt == 0:
             if sv > 0.0:
                 obj += weight[t] * sv
@@ -272,6 +285,32 @@ def certificate(
         val = _dual_term(y, s, coef, s, k, const[t], q, lo, hi, tb, db, sl)
         total += val
         tmag += abs(val)
+    part[0] = total
+    part[1] = tmag
+    part[2] = yabs
+    part[3] = obj
+    part[4] = viol
+    part[5] = sl[0]
+
+
+@njit
+def consensus_certificate(yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, part, n_terms, max_copies, out):
+    """The consensus half of :func:`certificate`: ``out = (g(y) - slack, objective, max violation)``.
+
+    ``yv``: the sums of ``y`` over all copies of each variable; ``part``: the blocks'
+    :func:`block_certificate` parts combined; ``n_terms``: the number of terms over all blocks.
+    """
+    n = z.shape[0]
+    maxk = 1
+    for t in range(zc_indptr.shape[0] - 1):
+        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
+    tb = np.empty(maxk)
+    db = np.empty(maxk)
+    ny = np.empty(maxk)
+    sl = np.zeros(1)
+    total = part[0]
+    tmag = part[1]
+    viol = part[4]
     inz = np.zeros(n, dtype=np.bool_)
     for t in range(zc_indptr.shape[0] - 1):
         s = zc_indptr[t]
@@ -292,11 +331,30 @@ def certificate(
             total -= yv[v]
             tmag += yv[v]
     # rounding: the terms' own evaluations, the sums over terms and variables, the sums Y_v
-    slack = sl[0] + (n_terms + n + 2) * 2.3e-16 * tmag + (max_copies + 1.0) * 2.3e-16 * yabs
+    slack = part[5] + sl[0] + (n_terms + n + 2) * 2.3e-16 * tmag + (max_copies + 1.0) * 2.3e-16 * part[2]
     out[0] = total - slack
-    out[1] = obj
+    out[1] = part[3]
     out[2] = viol
     return out
+
+
+@njit
+def certificate(
+    indptr, idx, coef, const, weight, kind, y, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, max_copies, out
+):
+    """One pass: ``out = (g(y) - slack, objective of z over the terms, max violation of z)``.
+
+    Terms and ``zc_*`` as in :func:`tractable.hlmrf._kernels.admm_run`; ``max_copies``: the largest
+    number of copies of a variable; ``g`` without the offset of the fixed-only potentials (the
+    caller adds it). The one-block case of :func:`block_certificate` and
+    :func:`consensus_certificate`.
+    """
+    yv = np.empty(z.shape[0])
+    part = np.empty(6)
+    block_certificate(indptr, idx, coef, const, weight, kind, y, z, yv, part)
+    return consensus_certificate(
+        yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, part, indptr.shape[0] - 1, max_copies, out
+    )
 
 
 def term_minima(kind, indptr, coefficients, constants, weights, y) -> np.ndarray:
@@ -344,3 +402,17 @@ def row_dual_bound(comp, theta: np.ndarray) -> float:
     mag = np.abs(parts).sum() + np.abs(contrib).sum()
     slack = (parts.size + comp.idx.size + 2) * float(_U) * mag
     return float(comp.offset + parts.sum() - slack)
+
+
+def infeasibility_measure(terms, zc, w, z, max_copies: float) -> float:
+    """``h(w)`` of the module docstring minus its rounding slack: ``> 0`` proves infeasibility.
+
+    ``terms = (indptr, idx, coef, const, weight, kind)`` and ``zc`` as in
+    :func:`tractable.hlmrf._kernels.admm_run`; ``w`` of shape (n_copies,), a multiplier direction
+    (e.g. the growth of ADMM's ``y`` over some iterations); ``z`` of shape (n,), any point (not used
+    by the value).
+    """
+    out = np.empty(3)
+    indptr, idx, coef, const, weight, kind = terms
+    certificate(indptr, idx, coef, const, np.zeros_like(weight), kind, w, z, *zc, float(max_copies), out)
+    return float(out[0])

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validate import as_float_array, as_index_array
 from ..factorgraph import FactorGraph, TableFactor
 
 __all__ = [
@@ -52,6 +53,10 @@ __all__ = [
 
 #: The largest table :func:`read_uai` accepts: 2**36 entries, 512 GiB as float64 (its file would be larger).
 MAX_TABLE_ENTRIES = 2**36
+
+
+#: The largest state or variable index a result or evidence file may hold (what an int64 array holds).
+_INT64_MAX = 2**63 - 1
 
 
 class _Tokens:
@@ -256,9 +261,13 @@ def read_evidence(path, fg: FactorGraph | None = None) -> dict[int, int]:
     evidence: dict[int, int] = {}
     for _ in range(k):
         n = fg.n_variables if fg is not None else None
-        v = tok.int(f"a variable index{'' if n is None else f' in 0..{n - 1}'}", maximum=None if n is None else n - 1)
+        v = tok.int(
+            f"a variable index{'' if n is None else f' in 0..{n - 1}'}", maximum=_INT64_MAX if n is None else n - 1
+        )
         hi = None if fg is None else int(getattr(fg, "uai_cardinalities", fg.cardinalities)[v]) - 1
-        s = tok.int(f"a state of variable {v}{'' if hi is None else f' in 0..{hi}'}", maximum=hi)
+        s = tok.int(
+            f"a state of variable {v}{'' if hi is None else f' in 0..{hi}'}", maximum=_INT64_MAX if hi is None else hi
+        )
         if v in evidence and evidence[v] != s:
             tok.pos -= 2
             raise tok.error(f"one state for variable {v}", got=f"states {evidence[v]} and {s}")
@@ -274,10 +283,27 @@ def write_evidence(path, evidence: dict[int, int]) -> None:
     Path(path).write_text(" ".join(str(x) for x in [len(items), *[t for p in items for t in p]]) + "\n")
 
 
+def _check_marginals(marginals) -> list[np.ndarray]:
+    """``marginals`` as a list of 1-D float64 distributions (entries in [0, 1])."""
+    if isinstance(marginals, np.ndarray):
+        marginals = as_float_array(marginals, "marginals", ndim=2, allow_neginf=False)
+    try:
+        rows = list(marginals)
+    except TypeError as err:
+        raise TypeError(f"`marginals` must be a sequence of distributions; got {type(marginals).__name__}.") from err
+    out = []
+    for i, m in enumerate(rows):
+        m = as_float_array(m, f"marginals[{i}]", ndim=1, allow_neginf=False)
+        # rounding may leave a probability a few ulps outside [0, 1]; 1e-9 tolerates it and nothing else
+        if m.size and (m.min() < -1e-9 or m.max() > 1 + 1e-9):
+            raise ValueError(f"`marginals[{i}]` must contain probabilities in [0, 1]; got {m.tolist()}.")
+        out.append(m)
+    return out
+
+
 def _format_mar(marginals) -> str:
     parts = [str(len(marginals))]
     for m in marginals:
-        m = np.asarray(m, dtype=np.float64)
         parts.append(str(m.size))
         parts.extend(repr(float(x)) for x in m)
     return "MAR\n" + " ".join(parts) + "\n"
@@ -298,12 +324,14 @@ def write_mar(path_or_stream, marginals, fg: FactorGraph | None = None) -> str:
 
     ``path_or_stream`` may be a path, a writable text stream, or ``None`` (only return the text).
     """
-    return _emit(path_or_stream, _format_mar(_strip_padding(marginals, fg)))
+    return _emit(path_or_stream, _format_mar(_strip_padding(_check_marginals(marginals), fg)))
 
 
 def write_map(path_or_stream, assignment) -> str:
     """Write an assignment in the ``MAP`` format; return the text."""
-    a = np.asarray(assignment, dtype=np.int64).ravel()
+    a = as_index_array(assignment, "assignment")
+    if a.size and a.min() < 0:
+        raise ValueError(f"`assignment` must contain states >= 0; got {int(a.min())}.")
     return _emit(path_or_stream, "MAP\n" + " ".join(str(x) for x in [a.size, *a.tolist()]) + "\n")
 
 
@@ -343,4 +371,4 @@ def read_map(path) -> np.ndarray:
         tok.pos -= 1
         raise tok.error("the header MAP")
     n = tok.int("the number of variables")
-    return np.array([tok.int(f"the state of variable {i}") for i in range(n)], dtype=np.int64)
+    return np.array([tok.int(f"the state of variable {i}", maximum=_INT64_MAX) for i in range(n)], dtype=np.int64)

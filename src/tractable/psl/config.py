@@ -62,6 +62,17 @@ def _strip_json_comments(text: str) -> str:
     return "\n".join(out)
 
 
+def read_text(path) -> str:
+    """The text of a UTF-8 file; a file that is not UTF-8 is a ``ValueError`` naming it."""
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a UTF-8 text file (byte {err.start}: {err.reason}).") from None
+
+
 def read_json(path) -> dict:
     """Read a PSL JSON configuration (with comment lines) into a dict.
 
@@ -73,8 +84,7 @@ def read_json(path) -> dict:
         Not valid JSON after removing comments (with the line and column), or not an object.
     """
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+    text = read_text(path)
     try:
         cfg = json.loads(_strip_json_comments(text))
     except json.JSONDecodeError as err:
@@ -185,7 +195,10 @@ def model_from_json(cls, path, split: str = "infer", *, database=None):
         model.add_rules(os.path.join(base, rules))
     elif isinstance(rules, list) and all(isinstance(r, str) for r in rules):
         for r in rules:
-            model.add_rule(r)
+            try:
+                model.add_rule(r)
+            except ValueError as err:
+                raise ValueError(f"{path}: {err}") from None
     else:
         raise ValueError(f"{path}: `rules` must be a list of rule strings or the path of a .psl file.")
     _options(model, cfg.get("options", {}), path)
@@ -271,8 +284,7 @@ def read_data_file(path) -> dict:
         ``truth`` (predicate name -> list of absolute paths).
     """
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as fh:
-        doc = _yaml(fh.read(), path)
+    doc = _yaml(read_text(path), path)
     if not isinstance(doc, dict) or "predicates" not in doc:
         raise ValueError(f"{path}: a .data file starts with a `predicates:` section.")
     unknown = sorted(set(doc) - {"predicates", "observations", "targets", "truth"})

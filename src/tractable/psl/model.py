@@ -19,6 +19,7 @@ from functools import cached_property
 import numpy as np
 
 from ..hlmrf import HLMRF, MPEResult, solve
+from .config import read_text
 from .data import load_source
 from .grounding import Predicate, check_rule, ground_rule
 from .parser import Comparison, Constant, LogicalRule, parse_rule, parse_rules
@@ -208,14 +209,13 @@ class Model:
         -------
         list of LogicalRule or ArithmeticRule
         """
-        with open(os.fspath(path), encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_text(path)
         try:
             rules = parse_rules(text)
+            for r in rules:
+                check_rule(r, self._preds)
         except ValueError as err:
             raise ValueError(f"{os.fspath(path)}: {err}") from None
-        for r in rules:
-            check_rule(r, self._preds)
         self._rules.extend(rules)
         self._changed()
         return rules

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._random import streams
 from .._results import COMPLETED, TIME_LIMIT_REACHED, frozen_array, stop_message, warn_stopped
-from .._validate import check_int, check_positive, check_rng
+from .._validate import as_binary_assignment, check_int, check_memory, check_positive, check_rng
 from . import _kernels
 from ._result import GibbsResult
 from ._wiring import Wiring, check_binary, compile_binary
@@ -22,10 +22,7 @@ def initial_state(fg, wiring: Wiring, init) -> np.ndarray:
     """A feasible starting state: ``init`` if given, else the better state of each variable's field,
     else a max-product belief-propagation decoding. Raises ValueError if none is feasible."""
     if init is not None:
-        x = np.asarray(init)
-        if x.shape != (wiring.n,) or not np.all((x == 0) | (x == 1)):
-            raise ValueError(f"`init` must be a 0/1 array of shape ({wiring.n},); got {x.shape}.")
-        x = x.astype(np.int64)
+        x = as_binary_assignment(init, "init", wiring.n)
         if fg.score(x) == -np.inf:
             raise ValueError("`init` must be a feasible state (score > -inf); it violates a hard constraint.")
         return x
@@ -128,6 +125,8 @@ def gibbs(
     burn_in = check_int(burn_in, "burn_in", minimum=0)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
+    if return_samples:
+        check_memory(n_sweeps * fg.n_variables, 1, ("n_sweeps", "n_variables"), "sample entries (uint8)")
     gen = check_rng(rng)
     wiring = compile_binary(fg)
     x = initial_state(fg, wiring, init)

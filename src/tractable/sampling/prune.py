@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_float_array
+from .._validate import as_float_array, as_index_array
 from ..factorgraph import CardinalityFactor, FactorGraph, TableFactor
 from ._wiring import check_binary
 
@@ -110,7 +110,7 @@ def prune(fg: FactorGraph, confident, mu) -> FactorGraph:
             raise ValueError(f"`confident` must be a mask of shape ({n},) or variable indices; got {conf.shape}.")
         mask = conf.copy()
     else:
-        idx = np.asarray(conf, dtype=np.int64).ravel()
+        idx = as_index_array(conf, "confident")
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             raise ValueError(f"`confident` indices must be in [0, {n}); got {idx.tolist()}.")
         mask = np.zeros(n, dtype=bool)

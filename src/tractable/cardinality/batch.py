@@ -1,0 +1,229 @@
+"""Exact marginals of many cardinality models in one call (batch inference).
+
+Each instance ``b`` is a model ``p(y) ∝ exp(theta[b] . y + f[b](sum_d y_d))`` over ``y`` in
+{0, 1}^D, all of the same size ``D`` (a posterior per bag, per document). :func:`marginals_batch`
+solves a stack of them:
+
+* ``method="chain"``: one compiled loop over the stack runs the log-space chain algorithm of
+  :func:`~tractable.cardinality.chain_marginals` (Tarlow et al. 2012, Sec. 6.1; the package's
+  accuracy reference) on each instance, clamped variables (``theta = ±inf``) taken out first exactly
+  as the per-instance function does. O(D^2) per instance, no Python work per instance: the choice for
+  many small models.
+* ``method="tree"``: the convolution tree of :func:`~tractable.cardinality.marginals` (O(D log^2 D))
+  per instance. Its Python overhead per instance (about a millisecond) is small next to its work once
+  ``D`` is in the hundreds, where it beats the chain's O(D^2).
+* ``method="auto"`` (default): ``"chain"`` for ``D <= 192``, else ``"tree"`` (measured on one core:
+  chain 0.05 / 0.6 / 2.3 ms per model at D = 32 / 128 / 256, tree 0.6 / 1.5 / 1.9 ms).
+
+Both agree with the per-instance functions: ``"chain"`` with :func:`chain_marginals` up to the
+summation order of one offset (``log Z`` to ~1e-15 relative), ``"tree"`` exactly with
+:func:`marginals`; the two algorithms agree to ~1e-13 (the accuracy of the convolution tree).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import expit
+
+from .._numba import njit
+from .._results import OPTIMAL, frozen_array, stop_message
+from .._validate import as_float_array, check_choice
+from ._convolve import DEFAULT_CROSSOVER
+from ._kernels import chain_log_kernel
+from ._tree import NO_CONFIGURATION
+from .convolution_tree import _marginals_core
+
+__all__ = ["CardinalityMarginalsBatch", "marginals_batch"]
+
+#: largest D for which ``method="auto"`` runs the chain (near D = 200 the compiled chain and the
+#: convolution tree take about the same time per instance on one core)
+CHAIN_MAX = 192
+_METHODS = ("auto", "chain", "tree")
+
+
+@dataclass(frozen=True)
+class CardinalityMarginalsBatch:
+    """Exact marginals of a stack of cardinality models (one row per model).
+
+    Attributes
+    ----------
+    marginals : ndarray of shape (B, D, 2)
+        ``[P(y_d = 0), P(y_d = 1)]`` of every variable of every model (read-only); both columns are
+        computed from the log-odds, as in :class:`~tractable.cardinality.CardinalityMarginals`.
+    count_marginals : ndarray of shape (B, D + 1)
+        ``P(sum_d y_d = k)`` per model (read-only).
+    log_partition : ndarray of shape (B,)
+        ``log Z`` per model (read-only).
+    time : float
+        Wall-clock seconds for the whole stack.
+    method : str
+        The name passed (``"auto"``, ``"chain"`` or ``"tree"``).
+    converged, n_iter, status, message
+        As in every result of the library; the methods are exact: ``True``, ``0``, ``"optimal"``.
+    """
+
+    marginals: np.ndarray
+    count_marginals: np.ndarray
+    log_partition: np.ndarray
+    time: float
+    method: str = ""
+    converged: bool = True
+    n_iter: int = 0
+    status: str = OPTIMAL
+    message: str = field(default="")
+
+    @property
+    def p_on(self) -> np.ndarray:
+        """``P(y_d = 1)``, shape ``(B, D)``: ``marginals[:, :, 1]`` (read-only)."""
+        return self.marginals[:, :, 1]
+
+    def __len__(self) -> int:
+        return int(self.marginals.shape[0])
+
+
+def _validate_batch(theta, f) -> tuple[np.ndarray, np.ndarray]:
+    """Check a stack ``theta`` (B, D) and ``f`` (B, D + 1) or (D + 1,); return new C-ordered float64
+    arrays, ``f`` broadcast to (B, D + 1)."""
+    theta = np.ascontiguousarray(as_float_array(theta, "theta", ndim=2, allow_posinf=True))
+    B, D = theta.shape
+    f = as_float_array(f, "f", allow_posinf=False)
+    if f.ndim == 1:
+        f = np.broadcast_to(f, (B, f.shape[0]))
+    if f.ndim != 2 or f.shape[1] != D + 1 or f.shape[0] != B:
+        raise ValueError(
+            f"`f` must have shape ({B}, {D + 1}) or ({D + 1},) (one score per count 0..{D} for each of the "
+            f"{B} models); got {f.shape}."
+        )
+    f = np.ascontiguousarray(f)
+    n_on = np.count_nonzero(np.isposinf(theta), axis=1)
+    n_off = np.count_nonzero(np.isneginf(theta), axis=1)
+    k = np.arange(D + 1)
+    reachable = (k[None, :] >= n_on[:, None]) & (k[None, :] <= D - n_off[:, None])
+    dead = ~np.any(reachable & (f > -np.inf), axis=1)
+    if dead.any():
+        b = int(np.flatnonzero(dead)[0])
+        raise ValueError(
+            f"{NO_CONFIGURATION} in model {b}: with {n_on[b]} variables clamped on and {n_off[b]} clamped off "
+            f"by `theta`[{b}], `f`[{b}] is -inf at every reachable count {n_on[b]}..{D - n_off[b]}."
+        )
+    return theta, f
+
+
+def marginals_batch(theta, f, *, method: str = "auto") -> CardinalityMarginalsBatch:
+    """Exact marginals, count marginals and log partition functions of a stack of cardinality models.
+
+    Model ``b`` is ``p(y) ∝ exp(theta[b] . y + f[b](sum_d y_d))`` (Tarlow et al.'s symbols), as in
+    :func:`~tractable.cardinality.marginals`.
+
+    Parameters
+    ----------
+    theta : array_like of shape (B, D)
+        Unary scores of ``B`` models of ``D`` binary variables; ``+inf`` / ``-inf`` clamp a variable
+        on / off. ``B = 0`` and ``D = 0`` are allowed.
+    f : array_like of shape (B, D + 1) or (D + 1,)
+        Count scores per model, or one vector shared by all models; ``-inf`` forbids a count.
+    method : {"auto", "chain", "tree"}, default "auto"
+        ``"chain"``: the compiled O(D^2) chain algorithm over the whole stack in one loop;
+        ``"tree"``: the O(D log^2 D) convolution tree per model; ``"auto"``: ``"chain"`` for
+        ``D <= 192``, else ``"tree"`` (see the module docstring).
+
+    Returns
+    -------
+    CardinalityMarginalsBatch
+        ``marginals`` (B, D, 2) with ``p_on`` (B, D), ``count_marginals`` (B, D + 1),
+        ``log_partition`` (B,); row ``b`` is what :func:`chain_marginals` (``"chain"``) or
+        :func:`marginals` (``"tree"``) returns for model ``b``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Wrong shapes or types, NaN, ``+inf`` in ``f``, a model without a configuration of non-zero
+        probability (named by its index), or an unknown ``method``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tractable.cardinality import marginals_batch
+    >>> res = marginals_batch(np.zeros((2, 3)), [0.0, 0.0, -np.inf, -np.inf])  # at most one on
+    >>> np.round(res.p_on, 4)
+    array([[0.25, 0.25, 0.25],
+           [0.25, 0.25, 0.25]])
+    >>> np.round(np.exp(res.log_partition), 6)
+    array([4., 4.])
+    """
+    t0 = time.perf_counter()
+    method = check_choice(method, "method", _METHODS)
+    theta, f = _validate_batch(theta, f)
+    return _marginals_batch(theta, f, method, t0)
+
+
+def _marginals_batch(theta: np.ndarray, f: np.ndarray, method: str, t0: float) -> CardinalityMarginalsBatch:
+    """:func:`marginals_batch` on validated input (C-ordered float64 (B, D), (B, D + 1))."""
+    B, D = theta.shape
+    run = method if method != "auto" else ("chain" if D <= CHAIN_MAX else "tree")
+    log_odds = np.empty((B, D))
+    count = np.zeros((B, D + 1))
+    logz = np.empty(B)
+    if run == "chain":
+        _chain_stack(theta, f, log_odds, count, logz)
+    else:
+        for b in range(B):  # O(D log^2 D) of work per model dwarfs the loop's overhead (see the module docstring)
+            log_odds[b], count[b], logz[b], _ = _marginals_core(theta[b], f[b], "auto", DEFAULT_CROSSOVER)
+    marg = np.empty((B, D, 2))
+    expit(log_odds, out=marg[:, :, 1])
+    expit(-log_odds, out=marg[:, :, 0])
+    return CardinalityMarginalsBatch(
+        marginals=frozen_array(marg),
+        count_marginals=frozen_array(count),
+        log_partition=frozen_array(logz),
+        time=time.perf_counter() - t0,
+        method=method,
+        message=stop_message(OPTIMAL, method, 0, f"{B} models by the {run} algorithm"),
+    )
+
+
+@njit
+def _chain_stack(theta, f, log_odds, count, logz):
+    """The chain algorithm of ``chain._chain_core`` on every model of a stack, in place on the outputs.
+
+    ``theta`` (B, D), ``f`` (B, D + 1); writes ``log_odds`` (B, D), ``count`` (B, D + 1, zero on
+    entry) and ``logz`` (B,).
+    """
+    B, D = theta.shape
+    free = np.empty(D, dtype=np.int64)
+    for b in range(B):
+        n_on = 0
+        n_free = 0
+        for d in range(D):
+            t = theta[b, d]
+            log_odds[b, d] = t  # clamped variables keep their ±inf
+            if t == np.inf:
+                n_on += 1
+            elif t > -np.inf:
+                free[n_free] = d
+                n_free += 1
+        th = np.empty(n_free)
+        for i in range(n_free):
+            th[i] = theta[b, free[i]]
+        f_eff = f[b, n_on : n_on + n_free + 1].copy()
+        lz, log1, log0, logw = chain_log_kernel(th, f_eff, n_free)
+        for i in range(n_free):
+            log_odds[b, free[i]] = log1[i] - log0[i]
+        for k in range(n_free + 1):
+            p = np.exp(logw[k] + f_eff[k] - lz)
+            count[b, n_on + k] = p if p == p else 0.0
+        # the offset sum_d max(theta_d, 0) of the free variables, compensated (Neumaier)
+        s = 0.0
+        c = 0.0
+        for i in range(n_free):
+            v = max(th[i], 0.0)
+            t = s + v
+            if abs(s) >= abs(v):
+                c += (s - t) + v
+            else:
+                c += (v - t) + s
+            s = t
+        logz[b] = lz + (s + c)

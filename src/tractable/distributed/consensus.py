@@ -1,0 +1,620 @@
+"""Consensus ADMM for hinge-loss MRFs across the workers of a Dask cluster.
+
+The ADMM iteration of :func:`tractable.hlmrf.solve` splits into a term half (multiplier update,
+exact local updates, per-variable partial sums) that touches only one block of terms, and a
+consensus half over the variables (:mod:`tractable.hlmrf.partition`). Here the blocks live on the
+workers as Dask actors (:class:`~tractable.distributed._block.BlockActor`): each block's term
+arrays, local copies and multipliers stay on its worker for the whole run. One iteration is
+
+1. **broadcast**: the driver sends each block the consensus values ``z`` of the variables it touches
+   (``n_local`` floats; nothing else, term data never moves again);
+2. every worker runs the block's term half (``partition.block_step``) on its own;
+3. **reduce**: each block returns one partial sum per variable it touches plus three partial norms;
+   the driver adds them (``partition.combine``) and runs the consensus half
+   (``partition.consensus_step``: new ``z``, residuals, stop test).
+
+Every iteration needs the new consensus, so iterations are not batched; the traffic per iteration is
+``2 * 8 * sum_b n_local(b)`` bytes, i.e. the variables plus the cut (a variable with copies in ``k``
+blocks travels ``k`` times). :func:`tractable.hlmrf.partition.split_terms`' ``"bfs"`` order keeps the
+cut small (``strategy="random"`` is the baseline). For the same partition the iterates are those of
+``hlmrf.solve(model, n_partitions=k)`` bit for bit: the same kernels run in the same order of additions.
+
+Every wait on a worker has a timeout; a worker that leaves the cluster during the run (or stops
+answering) ends the run with a :class:`WorkerLostError` that names it, and the actors are released in
+every case. The certified lower bound and the gap are computed the same way, block by block.
+
+Out of core: ``solve(HLMRFShards([...]), client)`` builds every block on a worker from its own shard
+(an ``.npz`` file or a callable), so the driver holds only vectors over the variables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._results import (
+    CONVERGED,
+    ERROR,
+    INFEASIBLE,
+    MAX_ITER_REACHED,
+    TIME_LIMIT_REACHED,
+    frozen_array,
+    stop_message,
+    warn_stopped,
+)
+from .._validate import as_float_array, check_choice, check_positive
+from ..hlmrf import HLMRF, MPEResult, partition
+from ..hlmrf import _kernels as _hlmrf_kernels
+from ..hlmrf import admm as _admm
+from ._block import BlockActor
+from ._workers import check_client, ensure_warm
+
+__all__ = ["HLMRFShards", "WorkerLostError", "solve"]
+
+#: residual balancing of ``adaptive_rho``, as in ``hlmrf.solve``
+_MU, _TAU = _admm._MU, _admm._TAU
+
+
+class WorkerLostError(RuntimeError):
+    """A worker holding a block of the run left the cluster or stopped answering."""
+
+
+@dataclass(frozen=True)
+class HLMRFShards:
+    """A hinge-loss MRF given as shards that the workers build themselves (out-of-core models).
+
+    Each source is a path to an ``.npz`` file written by :meth:`tractable.hlmrf.HLMRF.save`, or a
+    callable without arguments that returns an :class:`~tractable.hlmrf.HLMRF` (e.g. a function that
+    grounds one slice of a PSL program). Every shard is a model over the *same* variables (same
+    ``n_variables``, same fixed variables and values) holding a part of the potentials and
+    constraints; the model is their union. A shard is one block of the run; paths must be readable
+    on the workers.
+
+    Parameters
+    ----------
+    sources : sequence of path or callable
+    """
+
+    sources: tuple
+
+    def __init__(self, sources):
+        if isinstance(sources, (str, os.PathLike)) or callable(sources):
+            sources = [sources]
+        try:
+            sources = tuple(sources)
+        except TypeError as err:
+            raise TypeError(
+                f"`sources` must be a sequence of paths or callables; got {type(sources).__name__}."
+            ) from err
+        if not sources:
+            raise ValueError("`sources` must name at least one shard; got an empty sequence.")
+        for i, s in enumerate(sources):
+            if not (isinstance(s, (str, os.PathLike)) or callable(s)):
+                raise TypeError(
+                    f"`sources`[{i}] must be a path or a callable returning an HLMRF; got {type(s).__name__}."
+                )
+        object.__setattr__(self, "sources", sources)
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+
+@dataclass(frozen=True)
+class _Remote:
+    """The driver's view of a block held by an actor: its variables and where it lives."""
+
+    variables: np.ndarray
+    worker: str
+    index: int
+
+
+def solve(
+    model,
+    client,
+    *,
+    n_partitions: int | None = None,
+    strategy: str = "bfs",
+    rng=None,
+    timeout: float = 300.0,
+    rho: float | None = None,
+    eps_abs: float | None = None,
+    eps_rel: float | None = None,
+    max_iter: int | None = None,
+    x0=None,
+    time_limit: float | None = None,
+    progress: bool | None = None,
+    adaptive_rho: bool | None = None,
+    over_relaxation: float | None = None,
+    constraints: str | None = None,
+    gap_tol: float | None = None,
+) -> MPEResult:
+    """MPE of a hinge-loss MRF by consensus ADMM with its terms spread over a Dask cluster.
+
+    Parameters
+    ----------
+    model : HLMRF or HLMRFShards
+        The model, in the driver's memory (it is split here and each block is sent once), or as
+        shards that the workers build (out of core; one block per shard).
+    client : dask.distributed.Client
+        Its workers must run the driver's version of ``tractable`` (checked first).
+    n_partitions : int, optional
+        Number of blocks (default: one per worker; for shards, the number of shards, the only
+        value accepted). Blocks are placed on the workers round robin.
+    strategy : {"bfs", "contiguous", "random"}, default "bfs"
+        How :func:`tractable.hlmrf.partition.split_terms` orders the terms before cutting them into
+        blocks (``"bfs"`` keeps the shared variables few). Not for shards.
+    rng : None, int or numpy.random.Generator
+        Seed of ``strategy="random"``.
+    timeout : float, default 300
+        Seconds to wait for any one exchange with the workers before the run stops with a
+        :class:`WorkerLostError`.
+    rho, eps_abs, eps_rel, max_iter, x0, time_limit, progress, adaptive_rho, over_relaxation, constraints, gap_tol
+        As in :func:`tractable.hlmrf.solve` with ``method="admm"`` (same defaults, same checks).
+        Shards keep every constraint with local copies (``constraints`` must be None or ``"local"``).
+
+    Returns
+    -------
+    MPEResult
+        As :func:`tractable.hlmrf.solve` (``method="admm"``): the same iterates as
+        ``hlmrf.solve(model, n_partitions=n_partitions)`` for the same partition, and the certified
+        ``lower_bound`` / ``gap``.
+
+    Raises
+    ------
+    TypeError
+        ``model`` is neither an HLMRF nor HLMRFShards, or ``client`` is not a Dask client.
+    ValueError
+        Workers without the driver's ``tractable``; ``n_partitions`` larger than the number of terms
+        (or, for shards, different from the number of shards); shards over different variables;
+        an option out of range.
+    WorkerLostError
+        A worker holding a block left the cluster or did not answer within ``timeout``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the result has ``converged=False``.
+    """
+    result, _ = _run(
+        model,
+        client,
+        n_partitions=n_partitions,
+        strategy=strategy,
+        rng=rng,
+        timeout=timeout,
+        options=dict(
+            rho=rho,
+            eps_abs=eps_abs,
+            eps_rel=eps_rel,
+            max_iter=max_iter,
+            x0=x0,
+            time_limit=time_limit,
+            progress=progress,
+            adaptive_rho=adaptive_rho,
+            over_relaxation=over_relaxation,
+            constraints=constraints,
+            gap_tol=gap_tol,
+        ),
+    )
+    if not result.converged:
+        warn_stopped(result.message)
+    return result
+
+
+def _validated_options(model_for_checks, options) -> dict:
+    """The ADMM options through ``hlmrf.solve``'s own validation (same defaults, same messages)."""
+    given = {k: None for k in _admm._OPTIONS["admm"]}
+    given.update(options)
+    _, kwargs = _admm._validate_solve(model_for_checks, "admm", given)
+    return kwargs
+
+
+def _run(model, client, *, n_partitions, strategy, rng, timeout, options):
+    """:func:`solve`, also returning what the benchmark reports (None when no block ran): per iteration
+    ``round`` (seconds from sending ``z`` to the last partial sum), ``compute`` (the slowest block's
+    kernel seconds) and ``consensus`` (the driver's combine + consensus step); ``n_local`` (values sent
+    each way per iteration), ``memory`` (per block: bytes of its arrays, RSS of its worker),
+    ``cut_variables`` and ``cut_volume``."""
+    t0 = time.perf_counter()
+    if not isinstance(model, (HLMRF, HLMRFShards)):
+        raise TypeError(f"`model` must be an HLMRF or HLMRFShards; got {type(model).__name__}.")
+    client = check_client(client)
+    timeout = check_positive(timeout, "timeout")
+    strategy = check_choice(strategy, "strategy", partition.STRATEGIES)
+    workers = sorted(client.scheduler_info()["workers"])
+    sharded = isinstance(model, HLMRFShards)
+    if sharded:
+        if options.get("constraints") not in (None, "local"):
+            raise ValueError(
+                f"`constraints` must be 'local' for HLMRFShards (every shard keeps its constraints); "
+                f"got {options['constraints']!r}."
+            )
+        if n_partitions is not None and n_partitions != len(model):
+            raise ValueError(f"`n_partitions` must equal the number of shards ({len(model)}); got {n_partitions}.")
+        x0 = options.pop("x0")
+        opts = _validated_options(HLMRF(1), {**options, "constraints": "local"})
+        opts["x0"] = x0
+    else:
+        opts = _validated_options(model, options)
+        n_terms = model.n_potentials + model.n_constraints
+        if n_partitions is None:
+            n_partitions = max(1, min(len(workers), n_terms))
+        if not isinstance(n_partitions, (int, np.integer)) or isinstance(n_partitions, bool) or n_partitions < 1:
+            raise ValueError(f"`n_partitions` must be a positive int; got {n_partitions!r}.")
+        if n_terms > 0 and n_partitions > n_terms:
+            raise ValueError(
+                f"`n_partitions` must be at most the number of terms ({n_terms} potentials and constraints); "
+                f"got {n_partitions}."
+            )
+        comp = model._compile()
+        if opts["rho"] is None:
+            opts["rho"] = _admm._default_rho(comp)
+        why, opts["cmax"] = _admm._infeasibility(comp)
+        if why is not None:
+            return _infeasible(comp, opts["rho"], why, t0), None
+        if comp.idx.size == 0:
+            return _no_terms(model, comp, opts, t0), None
+    return _Driver(client, workers, timeout, t0).run(model, n_partitions, strategy, rng, opts, sharded)
+
+
+def _infeasible(comp, rho, why, t0) -> MPEResult:
+    full = comp.x_fixed.copy()
+    full[comp.free] = np.nan
+    return MPEResult(
+        x=frozen_array(full),
+        objective=float("nan"),
+        converged=False,
+        n_iter=0,
+        primal_residual=float("nan"),
+        dual_residual=float("nan"),
+        max_violation=float("nan"),
+        status=INFEASIBLE,
+        time=time.perf_counter() - t0,
+        method="admm",
+        message=stop_message(INFEASIBLE, "admm", 0, why),
+        rho=float(rho),
+    )
+
+
+def _no_terms(model, comp, opts, t0) -> MPEResult:
+    """A model whose potentials and constraints all involve fixed variables only: nothing to send."""
+    full = comp.x_fixed.copy()
+    x0 = opts["x0"]
+    full[comp.free] = 0.0 if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
+    objective = model.objective(full)
+    viol = model.max_violation(full)
+    return MPEResult(
+        x=frozen_array(full),
+        objective=objective,
+        converged=True,
+        n_iter=0,
+        primal_residual=0.0,
+        dual_residual=0.0,
+        max_violation=viol,
+        status=CONVERGED,
+        time=time.perf_counter() - t0,
+        method="admm",
+        message=stop_message(CONVERGED, "admm", 0, "no term has a free variable"),
+        rho=float(opts["rho"]),
+        lower_bound=float(comp.offset),
+        gap=_admm._gap(objective, comp.offset, viol),
+    )
+
+
+class _Driver:
+    """One distributed run: places the actors, iterates, always releases them."""
+
+    def __init__(self, client, workers, timeout, t0):
+        self.client = client
+        self.workers = workers
+        self.timeout = timeout
+        self.t0 = t0
+        self.futures = []
+        self.actors = []
+        self.remote = []
+
+    # ------------------------------------------------------------------ exchanges
+    def _wait(self, calls, what):
+        """Results of actor calls, in order; a lost or silent worker raises WorkerLostError."""
+        out = []
+        for i, fut in enumerate(calls):
+            try:
+                out.append(fut.result(timeout=self.timeout))
+            except Exception as err:  # noqa: BLE001 - classified below, re-raised otherwise
+                lost = self._lost(i)
+                if lost is None and not isinstance(err, (TimeoutError, OSError)):
+                    raise
+                addr = lost or self.remote[i].worker
+                raise WorkerLostError(
+                    f"worker {addr} (holding block {i}) was lost during {what}"
+                    f"{'' if lost else f' (no answer within timeout={self.timeout:g} s)'}; the run was stopped "
+                    "and its other blocks released."
+                ) from err
+        return out
+
+    def _lost(self, i):
+        """The address of block ``i``'s worker if it has left the cluster, else None."""
+        addr = self.remote[i].worker if i < len(self.remote) else None
+        try:
+            alive = set(self.client.scheduler_info()["workers"])
+        except Exception:  # noqa: BLE001 - the scheduler itself is gone: report the block's worker
+            return addr
+        return addr if addr is not None and addr not in alive else None
+
+    def release(self):
+        futures, self.futures, self.actors = self.futures, [], []
+        if futures:
+            try:
+                self.client.cancel(futures)
+            except Exception:  # noqa: BLE001 - the cluster may be gone; nothing left to free then
+                pass
+
+    # ------------------------------------------------------------------ placement
+    def _place(self, model, n_partitions, strategy, rng, opts, sharded):
+        """Build the actors; return the driver-side Partition (blocks replaced by _Remote views)."""
+        client = self.client
+        if sharded:
+            n_partitions = len(model)
+            sources = model.sources
+            part = None
+        else:
+            part = partition.split_terms(
+                model, n_partitions, strategy=strategy, constraints=opts["constraints"], rng=rng
+            )
+        where = [self.workers[i % len(self.workers)] for i in range(n_partitions)]
+        actor_futures = []
+        for i in range(n_partitions):
+            if sharded:
+                fut = client.submit(BlockActor, shard=sources[i], actor=True, workers=[where[i]], pure=False)
+            else:
+                # the block goes straight to its worker, once; the driver keeps no reference to it
+                [data] = client.scatter([part.blocks[i]], workers=[where[i]], direct=True, hash=False)
+                fut = client.submit(BlockActor, data, actor=True, workers=[where[i]], pure=False)
+                self.futures.append(data)
+            self.futures.append(fut)
+            actor_futures.append(_Result(fut))
+            self.remote.append(_Remote(variables=np.zeros(0, np.int64), worker=where[i], index=i))
+        self.actors = self._wait(actor_futures, "the placement of the blocks")
+        infos = self._wait([a.describe() for a in self.actors], "the placement of the blocks")
+        self.remote = [_Remote(variables=info["variables"], worker=where[i], index=i) for i, info in enumerate(infos)]
+        self.infos = infos
+        cmax = max(info["cmax"] for info in infos)
+        if not sharded:
+            return dataclasses.replace(part, blocks=tuple(self.remote)), cmax
+        first = infos[0]
+        for i, info in enumerate(infos[1:], start=1):
+            if info["n_variables"] != first["n_variables"] or info["fixed"] != first["fixed"]:
+                raise ValueError(
+                    f"`model` shard {i} has other variables than shard 0 (n_variables {info['n_variables']} vs "
+                    f"{first['n_variables']}, or other fixed variables); every shard must be over the same variables."
+                )
+        n = first["free"].size
+        counts = np.zeros(n)
+        held = np.zeros(n, dtype=np.int64)
+        for info in infos:
+            counts[info["variables"]] += info["counts"]
+            held[info["variables"]] += 1
+        empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0)
+        part = partition.Partition(
+            blocks=tuple(self.remote),
+            counts=counts,
+            zc_indptr=np.zeros(1, np.int64),
+            zc_idx=empty_i,
+            zc_coef=empty_f,
+            zc_const=empty_f,
+            zc_kind=np.zeros(0, np.int8),
+            n_terms=int(sum(info["n_terms"] for info in infos)),
+            n_copies=int(sum(info["n_copies"] for info in infos)),
+            max_copies=int(counts.max(initial=0)),
+            strategy="shards",
+            cut_variables=int(np.count_nonzero(held >= 2)),
+            cut_volume=int(np.maximum(held - 1, 0).sum()),
+            free=first["free"],
+            x_fixed=first["x_fixed"],
+            offset=float(sum(info["offset"] for info in infos)),
+        )
+        return part, cmax
+
+    # ------------------------------------------------------------------ the run
+    def run(self, model, n_partitions, strategy, rng, opts, sharded):
+        try:
+            return self._run(model, n_partitions, strategy, rng, opts, sharded)
+        finally:
+            self.release()
+
+    def _run(self, model, n_partitions, strategy, rng, opts, sharded):
+        """The loop of ``hlmrf.admm._solve_admm``'s partitioned path, with the blocks on the workers."""
+        ensure_warm(self.client)
+        part, cmax = self._place(model, n_partitions, strategy, rng, opts, sharded)
+        infos = self.infos
+        if sharded:
+            n_pot = sum(info["n_potentials"] for info in infos)
+            n_sq = sum(info["n_squared"] for info in infos)
+            if opts["rho"] is None:  # the rule of hlmrf.solve's default rho, over all shards
+                opts["rho"] = 0.25 if 2 * n_sq > n_pot else 1.0
+        else:
+            cmax = opts["cmax"]
+        x0 = opts["x0"]
+        if sharded and x0 is not None:
+            x0 = as_float_array(x0, "x0", ndim=1, allow_neginf=False)
+            if x0.shape != (part.x_fixed.size,):
+                raise ValueError(f"`x0` must have shape ({part.x_fixed.size},); got {x0.shape}.")
+        z = np.zeros(part.n) if x0 is None else np.clip(x0[part.free], 0.0, 1.0)
+        rho, alpha = opts["rho"], opts["alpha"]
+        eps_abs, eps_rel, max_iter = opts["eps_abs"], opts["eps_rel"], opts["max_iter"]
+        time_limit, gap_tol = opts["time_limit"], opts["gap_tol"]
+        actors, blocks = self.actors, part.blocks
+        self._wait([a.start(z[b.variables]) for a, b in zip(actors, blocks)], "the start of the run")
+        timings = {"round": [], "compute": [], "consensus": [], "n_local": int(sum(b.variables.size for b in blocks))}
+        timings["memory"] = self._wait([a.memory() for a in actors], "a memory report")
+        timings["cut_variables"], timings["cut_volume"] = part.cut_variables, part.cut_volume
+        stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
+
+        def certify(averaged=False):
+            outs = self._wait([a.certificate(z[b.variables], averaged) for a, b in zip(actors, blocks)], "the bound")
+            return partition.consensus_certificate(part, outs, z)
+
+        def average():
+            self._wait([a.average(_admm._AVG_KEEP) for a in actors], "the average of the multipliers")
+
+        def recession(since_snapshot):
+            calls = [a.recession(z[b.variables], since_snapshot) for a, b in zip(actors, blocks)]
+            outs = self._wait(calls, "the divergence test")
+            return partition.consensus_certificate(part, outs, z, recession=True)[0]
+
+        def step(k):
+            for it in range(k):
+                t_a = time.perf_counter()
+                outs = self._wait(
+                    [a.step(z[b.variables], rho, alpha) for a, b in zip(actors, blocks)], f"iteration {n_iter + it + 1}"
+                )
+                t_b = time.perf_counter()
+                acc, sums = partition.combine(part, [(o[0], o[1]) for o in outs])
+                stop = partition.consensus_step(
+                    part, acc, sums, z, stats, rho=rho, eps_abs=eps_abs, eps_rel=eps_rel, stop=watch
+                )
+                timings["round"].append(t_b - t_a)
+                timings["compute"].append(max(o[2] for o in outs))
+                timings["consensus"].append(time.perf_counter() - t_b)
+                if stop:
+                    return it
+            return k
+
+        n_iter, status, by_gap, best_lb = 0, MAX_ITER_REACHED, False, -np.inf
+        # constraints with local copies: feasible only in the limit, the residual test stops the run and
+        # the multipliers are watched for divergence (as in hlmrf.solve)
+        watch = any(info["has_constraints"] for info in infos)
+        next_gap = _admm._CHUNK
+        residual_off = eps_abs == 0.0 and eps_rel == 0.0
+        snapped, snap_primal, snap_iter, next_watch = False, np.inf, 0, _admm._WATCH_EVERY
+        infeasible_why = None
+        bar = None
+        if opts["progress"]:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=max_iter, desc="ADMM (dask)", unit="it")
+        try:
+            while status != CONVERGED and n_iter < max_iter:
+                steps = min(_admm._CHUNK, max_iter - n_iter)
+                done = step(steps)
+                n_iter += done
+                if bar is not None:
+                    bar.update(done)
+                    bar.set_postfix(primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}", refresh=False)
+                small = done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3])
+                if watch and small:
+                    status = CONVERGED
+                    break
+                average()
+                if n_iter >= next_gap or small:
+                    lb, obj, cviol = certify()
+                    gap_now = _admm._gap(obj, lb, cviol)
+                    if gap_now > gap_tol and (small or residual_off) and np.isfinite(gap_now):
+                        # a feasible z waits for its bound: try the averaged multipliers too
+                        lb = max(lb, certify(averaged=True)[0])
+                        gap_now = _admm._gap(obj, lb, cviol)
+                    best_lb = max(best_lb, lb)
+                    feasible = cviol <= _admm.FEASIBILITY_TOL
+                    next_gap = n_iter + (_admm._CHUNK if feasible else _admm._GAP_EVERY_INFEASIBLE)
+                    if gap_now <= gap_tol and (small or residual_off):
+                        status, by_gap = CONVERGED, True
+                        break
+                if watch and n_iter >= next_watch and stats[0] > stats[2]:
+                    next_watch = n_iter + _admm._WATCH_EVERY
+                    if snapped and stats[0] > _admm._STALL * snap_primal and recession(True) > 0.0:
+                        status = INFEASIBLE
+                        infeasible_why = _admm._DIVERGED.format(n=n_iter, m=snap_iter)
+                        break
+                    self._wait([a.snapshot() for a in actors], "a snapshot")
+                    snapped, snap_primal, snap_iter = True, stats[0], n_iter
+                if time_limit is not None and time.perf_counter() - self.t0 > time_limit:
+                    status = TIME_LIMIT_REACHED
+                    break
+                if opts["adaptive_rho"] and n_iter < max_iter // 2:
+                    rp = stats[0] / max(stats[2], 1e-300)
+                    rd = stats[1] / max(stats[3], 1e-300)
+                    if rp > _MU * rd:
+                        rho *= _TAU
+                    elif rd > _MU * rp:
+                        rho /= _TAU
+        finally:
+            if bar is not None:
+                bar.close()
+        lower_bound, objective, viol = certify()
+        lower_bound = max(best_lb if by_gap else -np.inf, lower_bound, certify(averaged=True)[0])
+        full = part.full(z)
+        if not sharded:  # the driver holds the model: the objective exactly as hlmrf.solve computes it
+            objective, viol = model.objective(full), model.max_violation(full)
+        gap = _admm._gap(objective, lower_bound, viol)
+        viol_tol = 1e-6 + (2.0 * cmax * (stats[0] + stats[1] / rho) / min(alpha, 1.0) if cmax > 0 else 0.0)
+        detail = ""
+        if status == CONVERGED and not by_gap and viol > viol_tol:
+            status = ERROR
+            detail = (
+                f"residuals below tolerance but max violation {viol:.3g} exceeds what they allow ({viol_tol:.3g}); "
+                "the model is probably infeasible"
+            )
+            # any multipliers may certify: their growth since the last snapshot, or themselves
+            for since, start in ((True, snap_iter), (False, 0)):
+                if (snapped or not since) and recession(since) > 0.0:
+                    status, infeasible_why = INFEASIBLE, _admm._DIVERGED.format(n=n_iter, m=start)
+                    break
+        if status != INFEASIBLE and part.zc_kind.size:
+            # the projection onto a consensus-step constraint that misses the box leaves it violated
+            zc = part.consensus_constraints()
+            vals = _hlmrf_kernels.term_values(*zc[:4], z)
+            rows = np.repeat(np.arange(zc[3].size), np.diff(zc[0]))
+            scale = 1.0 + np.abs(zc[3]) + np.bincount(rows, weights=np.abs(zc[2]), minlength=zc[3].size)
+            bad = np.where(zc[4] == _hlmrf_kernels.KIND_EQ, np.abs(vals), vals) > 1e-9 * scale
+            if bad.any():
+                status = INFEASIBLE
+                infeasible_why = "a constraint of the consensus step cannot hold anywhere in the box [0, 1]"
+        if status == INFEASIBLE:
+            lower_bound, gap, detail = float("-inf"), float("inf"), infeasible_why
+        elif status == CONVERGED:
+            if by_gap:
+                detail = f"certified gap {gap:.2g} below gap_tol" + (
+                    "" if residual_off else ", residuals below tolerance"
+                )
+            else:
+                detail = "residuals below tolerance" + (
+                    "" if np.isfinite(gap) else f"; max violation {viol:.2g}, no certified gap"
+                )
+        elif status != ERROR:
+            budget = "time_limit" if status == TIME_LIMIT_REACHED else "max_iter"
+            detail = (
+                f"primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, max violation {viol:.3g}; "
+                f"the model may be infeasible, or increase {budget}"
+            )
+        detail += f"; {len(self.remote)} blocks on {len({r.worker for r in self.remote})} workers"
+        result = MPEResult(
+            x=frozen_array(full),
+            objective=float(objective),
+            converged=status == CONVERGED,
+            n_iter=n_iter,
+            primal_residual=float(stats[0]),
+            dual_residual=float(stats[1]),
+            max_violation=float(viol),
+            status=status,
+            time=time.perf_counter() - self.t0,
+            method="admm",
+            message=stop_message(status, "admm", n_iter, detail),
+            rho=float(rho),
+            lower_bound=float(lower_bound),
+            gap=gap,
+        )
+        return result, timings
+
+
+class _Result:
+    """A Dask future seen through the ``result(timeout=...)`` interface of actor futures."""
+
+    def __init__(self, future):
+        self.future = future
+
+    def result(self, timeout=None):
+        return self.future.result(timeout=timeout)
