@@ -40,21 +40,11 @@ READERS = {
     "psl_json": _psl_json, "psl_rules": _psl_rules,
 }  # fmt: skip
 
-#: inputs whose reader belongs to another change (hlmrf/, psl/), reported to its owner; strict: the fix flips them
-KNOWN = {
-    "npz-n-variables-zero.npz": "n_variables = 0 in the file: HLMRF(0)'s ValueError does not name the file",
-    "npz-power-3.npz": "the `power` check's message lacks the file name",
-    "npz-zip-compression-method.npz": "zipfile's NotImplementedError (unsupported compression) escapes _read_npz",
-    "npz-zip-patched-data.npz": "zipfile's NotImplementedError (compressed patched data) escapes _read_npz",
-    "npz-zip-version-21.npz": "zipfile's NotImplementedError (zip file version 21.1) escapes _read_npz",
-}
-
 
 def _cases():
     out = []
     for path in sorted(DATA.iterdir()):
-        marks = [pytest.mark.xfail(strict=True, reason=KNOWN[path.name])] if path.name in KNOWN else []
-        out.append(pytest.param(path, id=path.name, marks=marks))
+        out.append(pytest.param(path, id=path.name))
     return out
 
 

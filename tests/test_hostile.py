@@ -864,7 +864,7 @@ def check_target(case: Case, kind: str, index: int, how: str, where: int = 0) ->
 @_SETTINGS
 @given(data=st.data())
 def test_hostile_input(case, data):
-    targets = [t for t in _targets(case) if (case.label, _target_name(case, t), t[2]) not in KNOWN_FAILURES]
+    targets = list(_targets(case))
     if not targets:
         pytest.skip("every corruption of this row is a known failure (test_known_failures)")
     kind, index, how = data.draw(st.sampled_from(targets), label="target")
@@ -874,27 +874,6 @@ def test_hostile_input(case, data):
 def _target_name(case, target):
     kind, index, _ = target
     return case.sizes[index].name if kind == "size" else case.arrays[index].name
-
-
-#: failures found in files this change does not own (hlmrf/), reported to their owners: (row, argument,
-#: corruption). Each is checked to still fail (strict xfail), so that the fix removes it from this list.
-KNOWN_FAILURES = {
-    ("hlmrf.HLMRF", "n_variables", "huge"),  # MemoryError from np.zeros(n) instead of a ValueError up front
-    # local_update_reference checks nothing: NaN results, complex/object/str accepted, numpy errors on shapes
-    *(("hlmrf.local_update_reference", a, how) for a in ("d", "c") for how in ALWAYS_BAD + ("empty",)),
-    ("hlmrf.local_update_reference", "c", "neginf"),
-}
-
-_CASES_BY_LABEL = {case.label: case for case in CASES}
-
-
-@pytest.mark.parametrize("known", sorted(KNOWN_FAILURES), ids=lambda k: "-".join(k))
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a known failure in a file of another change")
-def test_known_failures(known):
-    label, name, how = known
-    case = _CASES_BY_LABEL[label]
-    target = next(t for t in _targets(case) if _target_name(case, t) == name and t[2] == how)
-    check_target(case, *target)
 
 
 # ----------------------------------------------------------------------------- coverage of the table

@@ -34,17 +34,23 @@ PUBLIC = {
         "elimination_order", "enumerate_map", "enumerate_marginals", "infer", "variable_elimination",
     ],
     "tractable.clique": [
-        "CliqueMAPBatch", "CliqueMAPResult", "CliquePotential", "CountPotential", "Entropy", "LinearMajority", "METHODS", "Makespan",
-        "MaxPotential", "Potts", "SquareMakespan", "SumPotential", "alpha_expansion", "alpha_pass", "alpha_pass_batch", "clique_map",
-        "exact_clique_map", "generalized_alpha_pass", "icm", "majority_alpha_pass", "majority_exact", "score",
+        "CliqueMAPBatch", "CliqueMAPResult", "CliquePotential", "CountPotential", "Entropy", "LinearMajority",
+        "METHODS", "Makespan", "MaxPotential", "Potts", "SquareMakespan", "SumPotential", "alpha_expansion",
+        "alpha_pass", "alpha_pass_batch", "clique_map", "exact_clique_map", "generalized_alpha_pass", "icm",
+        "majority_alpha_pass", "majority_exact", "score",
     ],
     "tractable.cardinality": [
-        "CardinalityMarginals", "CardinalityMarginalsBatch", "METHODS", "RecursiveCardinalityModel", "TreeCardinalityModel", "chain_marginals",
-        "log_partition", "map_assignment", "marginals", "marginals_batch", "sample",
+        "CardinalityMarginals", "CardinalityMarginalsBatch", "METHODS", "RecursiveCardinalityModel",
+        "TreeCardinalityModel", "chain_marginals", "log_partition", "map_assignment", "marginals", "marginals_batch",
+        "sample",
     ],
     "tractable.hlmrf": [
         "FILE_FORMAT", "FILE_VERSION", "HLMRF", "METHODS", "MPEResult", "SENSES", "local_update_reference",
         "local_updates", "project_feasible", "solve",
+    ],
+    "tractable.hlmrf.partition": [
+        "Block", "Partition", "STRATEGIES", "block_certificate", "block_start", "block_step", "combine",
+        "consensus_certificate", "consensus_step", "split_terms",
     ],
     "tractable.io": [
         "from_pgmpy", "read_bif", "read_evidence", "read_map", "read_mar", "read_uai", "write_evidence", "write_map",

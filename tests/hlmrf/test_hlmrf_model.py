@@ -83,7 +83,7 @@ def test_load_rejects_other_files(tmp_path):
     with pytest.raises(ValueError, match=re.escape("has file format version 99; this version reads 1")):
         HLMRF.load(tmp_path / "v.npz")
     np.savez(tmp_path / "p.npz", **{**data, "pot_power": np.array([3], dtype=np.int8)})
-    with pytest.raises(ValueError, match=re.escape("`power` must contain only 1 or 2; got 3.")):
+    with pytest.raises(ValueError, match=re.escape(f"`power` must contain only 1 or 2; got 3: {tmp_path}")):
         HLMRF.load(tmp_path / "p.npz")
     del data["con_indptr"]
     np.savez(tmp_path / "k.npz", **data)
@@ -277,7 +277,7 @@ def test_load_npy_and_malformed_arrays(tmp_path):
     _saved_bytes(tmp_path)
     data = dict(np.load(tmp_path / "m.npz"))
     np.savez(tmp_path / "n.npz", **{**data, "n_variables": np.array("two")})
-    with pytest.raises(ValueError, match=re.escape("`path` must hold a non-negative integer `n_variables`")):
+    with pytest.raises(ValueError, match=re.escape("`path` must hold a positive integer `n_variables`")):
         HLMRF.load(tmp_path / "n.npz")
     np.savez(tmp_path / "i.npz", **{**data, "pot_variables": np.array([0, 7])})
     with pytest.raises(ValueError, match=re.escape(f"`path` holds an invalid tractable.hlmrf model: {tmp_path}")):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._results import frozen_array
-from .._validate import as_float_array, as_index_array, check_choice, check_finite, check_int
+from .._validate import as_float_array, as_index_array, check_choice, check_finite, check_int, check_memory
 from . import _kernels
 
 __all__ = ["HLMRF", "SENSES", "FILE_FORMAT", "FILE_VERSION"]
@@ -50,6 +50,8 @@ _FILE_KEYS = (
 )
 #: tolerance for constraints that involve only fixed variables (float rounding of fixed values)
 _FIXED_TOL = 1e-9
+#: a lower bound of the bytes a model and its solver hold per variable (refuses only the hopeless)
+_BYTES_PER_VARIABLE = 32
 
 
 def _check_csr(indptr, variables, coefficients, n_variables: int, what: str):
@@ -125,6 +127,8 @@ class HLMRF:
 
     def __init__(self, n_variables: int) -> None:
         self._n = check_int(n_variables, "n_variables", minimum=1)
+        # a fixed-value mask and value per variable, and the solver's consensus value and copy count
+        check_memory(self._n, _BYTES_PER_VARIABLE, "n_variables", "variables")
         self._pot_blocks: list[tuple] = []
         self._con_blocks: list[tuple] = []
         self._pot = self._empty(np.bool_)
@@ -570,17 +574,20 @@ class HLMRF:
         if missing:
             raise ValueError(f"`path` lacks the array {missing[0]!r} of the {FILE_FORMAT} format: {path}.")
         n_variables = _scalar(arrays["n_variables"], int)
-        if n_variables is None or n_variables < 0:
+        if n_variables is None or n_variables < 1:
             raise ValueError(
-                f"`path` must hold a non-negative integer `n_variables`; got {arrays['n_variables']!r}: {path}."
+                f"`path` must hold a positive integer `n_variables`; got {arrays['n_variables']!r}: {path}."
             )
-        model = cls(n_variables)
+        try:
+            model = cls(n_variables)
+        except ValueError as err:
+            raise ValueError(f"`path` holds an invalid {FILE_FORMAT} model: {path} ({err})") from err
         power = arrays["pot_power"]
         if power.dtype.kind not in "iu":
             raise ValueError(f"`power` must contain only 1 or 2; got an array of dtype {power.dtype}: {path}.")
         bad = (power != 1) & (power != 2)
         if np.any(bad):
-            raise ValueError(f"`power` must contain only 1 or 2; got {int(power[bad][0])}.")
+            raise ValueError(f"`power` must contain only 1 or 2; got {int(power[bad][0])}: {path}.")
         senses = arrays["con_senses"]
         if senses.dtype.kind not in "iu" or np.any((senses < 0) | (senses > 2)):
             raise ValueError(f"`senses` must contain only the codes 0, 1, 2: {path}.")
@@ -636,7 +643,7 @@ def _read_npz(path) -> dict[str, np.ndarray]:
             data = np.load(fh, allow_pickle=False)
             with data:
                 return {key: data[key] for key in data.files}
-        except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as err:
+        except (ValueError, OSError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile, zlib.error) as err:
             reason = str(err).splitlines()[0] if str(err) else "no detail"
             if not isinstance(err, _NotNpz):  # raised by numpy or zipfile: say which error
                 reason = f"{type(err).__name__}: {reason}"

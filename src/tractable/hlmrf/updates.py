@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_float_array, as_index_array, check_choice, check_positive
+from .._validate import as_float_array, as_index_array, check_choice, check_finite, check_positive
 from . import _kernels
 
 __all__ = ["local_update_reference", "local_updates", "KINDS"]
@@ -48,8 +48,19 @@ def local_update_reference(kind: str, d, c, b: float, weight: float, rho: float)
     -------
     ndarray of shape (k,)
     """
-    d = np.asarray(d, dtype=np.float64)
-    c = np.asarray(c, dtype=np.float64)
+    kind = check_choice(kind, "kind", ("hinge", "squared", "leq", "eq"))
+    d = as_float_array(d, "d", ndim=1, allow_neginf=False)
+    c = as_float_array(c, "c", ndim=1, allow_neginf=False)
+    if d.size == 0 or c.shape != d.shape:
+        raise ValueError(f"`c` must have the shape of `d` ({d.shape}), at least one entry; got {c.shape}.")
+    b = check_finite(b, "b")
+    weight = check_positive(weight, "weight", strict=False)
+    rho = check_positive(rho, "rho")
+    return _local_update_reference(kind, d, c, b, weight, rho)
+
+
+def _local_update_reference(kind: str, d: np.ndarray, c: np.ndarray, b: float, weight: float, rho: float):
+    """:func:`local_update_reference` on validated input."""
 
     def x_of(lam):
         return np.clip(d - lam * c, 0.0, 1.0)
@@ -60,7 +71,7 @@ def local_update_reference(kind: str, d, c, b: float, weight: float, rho: float)
     x1 = x_of(0.0)
     g0 = g(0.0)
     if kind == "eq" and g0 < 0:
-        return local_update_reference("eq", d, -c, -b, weight, rho)
+        return _local_update_reference("eq", d, -c, -b, weight, rho)
     if g0 <= 0 and kind != "eq":
         return x1
     if g0 == 0 or (kind in ("hinge", "squared") and weight == 0):
