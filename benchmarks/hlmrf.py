@@ -250,6 +250,9 @@ def main(argv=None):
                 )
     if not args.no_save:
         rec.save()
+        from _figures import hlmrf as figure  # Bach et al. Fig. 1 from the results just recorded
+
+        figure()
 
 
 def scaling(args):
