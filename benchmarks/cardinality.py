@@ -14,7 +14,7 @@ on the bulk (entries >= 1e-10 of the maximum), and the number of tail entries th
 or off by more than a factor 2 (ours sets unresolved tails to exactly 0, which counts as off).
 Also: 10^4 exact joint samples at D = 2^16.
 
-Targets (issue 4): D = 2^20 marginals + log Z <= 1.5 s on 2 cores; growth 2^16 -> 2^20 <= 25x;
+Targets: D = 2^20 marginals + log Z <= 1.5 s on 2 cores; growth 2^16 -> 2^20 <= 25x;
 at D = 10^5 full marginals no slower than fast-poibin's count distribution, and more accurate;
 10^4 samples at D = 2^16 in <= 2 s.
 

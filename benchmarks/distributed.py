@@ -1,4 +1,4 @@
-"""Benchmark: tractable.distributed on a LocalCluster of 2 worker processes vs one process (issue #13).
+"""Benchmark: tractable.distributed on a LocalCluster of 2 worker processes vs one process.
 
 In one run, on the same inputs:
 

@@ -45,7 +45,7 @@ QUICK_SIZES = [1_500, 3_000]
 DENSE_MEAN_DEGREE = 1.5
 DENSE_SIZES = [8_000, 16_000, 24_000]
 QUICK_DENSE_SIZES = [1_000, 2_000]
-#: gap target of the comparison (issue 11): our time to a certified relative gap <= 5e-4
+#: gap target of the comparison: our time to a certified relative gap <= 5e-4
 GAP = 5e-4
 
 NOTES = (
@@ -57,7 +57,7 @@ NOTES = (
     "exact optimum, run up to --ref-max-terms. psl: PSL 2.4 ADMM reasoner (Java, 2 threads, its defaults), time = "
     "its reported optimization time (grounding excluded); psl_above_lb: (PSL objective - our certified lower bound) "
     "/ |lower bound|, an upper bound on PSL's relative error (PSL's answer also violates constraints by "
-    "psl_violation). Targets (issue 11): ours_gap_s <= 0.1 psl_s at every size, p = 1 and 2; R^2 >= 0.99 of "
+    "psl_violation). Targets: ours_gap_s <= 0.1 psl_s at every size, p = 1 and 2; R^2 >= 0.99 of "
     "ours_default_s vs terms. Shared, busy 2-core machine: timings are noisy."
 )
 

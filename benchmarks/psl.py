@@ -26,7 +26,7 @@ its log (inference capped at one ADMM iteration).
 **Memory.** Bytes of the HL-MRF arrays plus the solver's peak allocation (``tracemalloc`` during
 ``hlmrf.solve``), per ground potential + constraint (PSL needs roughly 1 KB per ground rule).
 
-Targets (issue #17): end to end <= 0.2x PSL's wall time; grounding <= 0.5x PSL's; equal ground-rule
+Targets: end to end <= 0.2x PSL's wall time; grounding <= 0.5x PSL's; equal ground-rule
 counts; 10^6 ground rules grounded in <= 3 s. Without ``java`` or ``pslpython`` the PSL columns are left
 out (a note says so).
 

@@ -1,4 +1,4 @@
-"""Hostile input at every public boundary that takes arrays (issue 14).
+"""Hostile input at every public boundary that takes arrays.
 
 One table lists every public function, method and constructor of the public modules' ``__all__`` that
 takes array arguments: how to build valid arguments, and which of them to corrupt. One property test
