@@ -36,27 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._results import (
-    CONVERGED,
-    ERROR,
-    INFEASIBLE,
-    MAX_ITER_REACHED,
-    TIME_LIMIT_REACHED,
-    frozen_array,
-    stop_message,
-    warn_stopped,
-)
+from .._results import CONVERGED, frozen_array, stop_message, warn_stopped
 from .._validate import as_float_array, check_choice, check_positive
-from ..hlmrf import HLMRF, MPEResult, partition
-from ..hlmrf import _kernels as _hlmrf_kernels
+from ..hlmrf import HLMRF, MPEResult, _driver, partition
 from ..hlmrf import admm as _admm
 from ._block import BlockActor
 from ._workers import check_client, ensure_warm
 
 __all__ = ["HLMRFShards", "WorkerLostError", "solve"]
-
-#: residual balancing of ``adaptive_rho``, as in ``hlmrf.solve``
-_MU, _TAU = _admm._MU, _admm._TAU
 
 
 class WorkerLostError(RuntimeError):
@@ -255,29 +242,10 @@ def _run(model, client, *, n_partitions, strategy, rng, timeout, options):
             opts["rho"] = _admm._default_rho(comp)
         why, opts["cmax"] = _admm._infeasibility(comp)
         if why is not None:
-            return _infeasible(comp, opts["rho"], why, t0), None
+            return _driver.infeasible_result(comp, opts["rho"], why, t0), None
         if comp.idx.size == 0:
             return _no_terms(model, comp, opts, t0), None
     return _Driver(client, workers, timeout, t0).run(model, n_partitions, strategy, rng, opts, sharded)
-
-
-def _infeasible(comp, rho, why, t0) -> MPEResult:
-    full = comp.x_fixed.copy()
-    full[comp.free] = np.nan
-    return MPEResult(
-        x=frozen_array(full),
-        objective=float("nan"),
-        converged=False,
-        n_iter=0,
-        primal_residual=float("nan"),
-        dual_residual=float("nan"),
-        max_violation=float("nan"),
-        status=INFEASIBLE,
-        time=time.perf_counter() - t0,
-        method="admm",
-        message=stop_message(INFEASIBLE, "admm", 0, why),
-        rho=float(rho),
-    )
 
 
 def _no_terms(model, comp, opts, t0) -> MPEResult:
@@ -301,7 +269,7 @@ def _no_terms(model, comp, opts, t0) -> MPEResult:
         message=stop_message(CONVERGED, "admm", 0, "no term has a free variable"),
         rho=float(opts["rho"]),
         lower_bound=float(comp.offset),
-        gap=_admm._gap(objective, comp.offset, viol),
+        gap=_driver._gap(objective, comp.offset, viol),
     )
 
 
@@ -427,7 +395,7 @@ class _Driver:
             self.release()
 
     def _run(self, model, n_partitions, strategy, rng, opts, sharded):
-        """The loop of ``hlmrf.admm._solve_admm``'s partitioned path, with the blocks on the workers."""
+        """Place the blocks and run ``hlmrf.solve``'s driver loop (``hlmrf._driver.run``) on them."""
         ensure_warm(self.client)
         part, cmax = self._place(model, n_partitions, strategy, rng, opts, sharded)
         infos = self.infos
@@ -444,170 +412,88 @@ class _Driver:
             if x0.shape != (part.x_fixed.size,):
                 raise ValueError(f"`x0` must have shape ({part.x_fixed.size},); got {x0.shape}.")
         z = np.zeros(part.n) if x0 is None else np.clip(x0[part.free], 0.0, 1.0)
-        rho, alpha = opts["rho"], opts["alpha"]
-        eps_abs, eps_rel, max_iter = opts["eps_abs"], opts["eps_rel"], opts["max_iter"]
-        time_limit, gap_tol = opts["time_limit"], opts["gap_tol"]
-        actors, blocks = self.actors, part.blocks
-        self._wait([a.start(z[b.variables]) for a, b in zip(actors, blocks)], "the start of the run")
-        timings = {"round": [], "compute": [], "consensus": [], "n_local": int(sum(b.variables.size for b in blocks))}
-        timings["memory"] = self._wait([a.memory() for a in actors], "a memory report")
-        timings["cut_variables"], timings["cut_volume"] = part.cut_variables, part.cut_volume
-        stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
-
-        def certify(averaged=False):
-            outs = self._wait([a.certificate(z[b.variables], averaged) for a, b in zip(actors, blocks)], "the bound")
-            return partition.consensus_certificate(part, outs, z)
-
-        def average():
-            self._wait([a.average(_admm._AVG_KEEP) for a in actors], "the average of the multipliers")
-
-        def recession(since_snapshot):
-            calls = [a.recession(z[b.variables], since_snapshot) for a, b in zip(actors, blocks)]
-            outs = self._wait(calls, "the divergence test")
-            return partition.consensus_certificate(part, outs, z, recession=True)[0]
-
-        def step(k):
-            for it in range(k):
-                t_a = time.perf_counter()
-                outs = self._wait(
-                    [a.step(z[b.variables], rho, alpha) for a, b in zip(actors, blocks)], f"iteration {n_iter + it + 1}"
-                )
-                t_b = time.perf_counter()
-                acc, sums = partition.combine(part, [(o[0], o[1]) for o in outs])
-                stop = partition.consensus_step(
-                    part, acc, sums, z, stats, rho=rho, eps_abs=eps_abs, eps_rel=eps_rel, stop=watch
-                )
-                timings["round"].append(t_b - t_a)
-                timings["compute"].append(max(o[2] for o in outs))
-                timings["consensus"].append(time.perf_counter() - t_b)
-                if stop:
-                    return it
-            return k
-
-        n_iter, status, by_gap, best_lb = 0, MAX_ITER_REACHED, False, -np.inf
-        # constraints with local copies: feasible only in the limit, the residual test stops the run and
-        # the multipliers are watched for divergence (as in hlmrf.solve)
-        watch = any(info["has_constraints"] for info in infos)
-        next_gap = _admm._CHUNK
-        residual_off = eps_abs == 0.0 and eps_rel == 0.0
-        snapped, snap_primal, snap_iter, next_watch = False, np.inf, 0, _admm._WATCH_EVERY
-        infeasible_why = None
-        bar = None
-        if opts["progress"]:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=max_iter, desc="ADMM (dask)", unit="it")
-        try:
-            while status != CONVERGED and n_iter < max_iter:
-                steps = min(_admm._CHUNK, max_iter - n_iter)
-                done = step(steps)
-                n_iter += done
-                if bar is not None:
-                    bar.update(done)
-                    bar.set_postfix(primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}", refresh=False)
-                small = done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3])
-                if watch and small:
-                    status = CONVERGED
-                    break
-                average()
-                if n_iter >= next_gap or small:
-                    lb, obj, cviol = certify()
-                    gap_now = _admm._gap(obj, lb, cviol)
-                    if gap_now > gap_tol and (small or residual_off) and np.isfinite(gap_now):
-                        # a feasible z waits for its bound: try the averaged multipliers too
-                        lb = max(lb, certify(averaged=True)[0])
-                        gap_now = _admm._gap(obj, lb, cviol)
-                    best_lb = max(best_lb, lb)
-                    feasible = cviol <= _admm.FEASIBILITY_TOL
-                    next_gap = n_iter + (_admm._CHUNK if feasible else _admm._GAP_EVERY_INFEASIBLE)
-                    if gap_now <= gap_tol and (small or residual_off):
-                        status, by_gap = CONVERGED, True
-                        break
-                if watch and n_iter >= next_watch and stats[0] > stats[2]:
-                    next_watch = n_iter + _admm._WATCH_EVERY
-                    if snapped and stats[0] > _admm._STALL * snap_primal and recession(True) > 0.0:
-                        status = INFEASIBLE
-                        infeasible_why = _admm._DIVERGED.format(n=n_iter, m=snap_iter)
-                        break
-                    self._wait([a.snapshot() for a in actors], "a snapshot")
-                    snapped, snap_primal, snap_iter = True, stats[0], n_iter
-                if time_limit is not None and time.perf_counter() - self.t0 > time_limit:
-                    status = TIME_LIMIT_REACHED
-                    break
-                if opts["adaptive_rho"] and n_iter < max_iter // 2:
-                    rp = stats[0] / max(stats[2], 1e-300)
-                    rd = stats[1] / max(stats[3], 1e-300)
-                    if rp > _MU * rd:
-                        rho *= _TAU
-                    elif rd > _MU * rp:
-                        rho /= _TAU
-        finally:
-            if bar is not None:
-                bar.close()
-        lower_bound, objective, viol = certify()
-        lower_bound = max(best_lb if by_gap else -np.inf, lower_bound, certify(averaged=True)[0])
-        full = part.full(z)
-        if not sharded:  # the driver holds the model: the objective exactly as hlmrf.solve computes it
-            objective, viol = model.objective(full), model.max_violation(full)
-        gap = _admm._gap(objective, lower_bound, viol)
-        viol_tol = 1e-6 + (2.0 * cmax * (stats[0] + stats[1] / rho) / min(alpha, 1.0) if cmax > 0 else 0.0)
-        detail = ""
-        if status == CONVERGED and not by_gap and viol > viol_tol:
-            status = ERROR
-            detail = (
-                f"residuals below tolerance but max violation {viol:.3g} exceeds what they allow ({viol_tol:.3g}); "
-                "the model is probably infeasible"
-            )
-            # any multipliers may certify: their growth since the last snapshot, or themselves
-            for since, start in ((True, snap_iter), (False, 0)):
-                if (snapped or not since) and recession(since) > 0.0:
-                    status, infeasible_why = INFEASIBLE, _admm._DIVERGED.format(n=n_iter, m=start)
-                    break
-        if status != INFEASIBLE and part.zc_kind.size:
-            # the projection onto a consensus-step constraint that misses the box leaves it violated
-            zc = part.consensus_constraints()
-            vals = _hlmrf_kernels.term_values(*zc[:4], z)
-            rows = np.repeat(np.arange(zc[3].size), np.diff(zc[0]))
-            scale = 1.0 + np.abs(zc[3]) + np.bincount(rows, weights=np.abs(zc[2]), minlength=zc[3].size)
-            bad = np.where(zc[4] == _hlmrf_kernels.KIND_EQ, np.abs(vals), vals) > 1e-9 * scale
-            if bad.any():
-                status = INFEASIBLE
-                infeasible_why = "a constraint of the consensus step cannot hold anywhere in the box [0, 1]"
-        if status == INFEASIBLE:
-            lower_bound, gap, detail = float("-inf"), float("inf"), infeasible_why
-        elif status == CONVERGED:
-            if by_gap:
-                detail = f"certified gap {gap:.2g} below gap_tol" + (
-                    "" if residual_off else ", residuals below tolerance"
-                )
-            else:
-                detail = "residuals below tolerance" + (
-                    "" if np.isfinite(gap) else f"; max violation {viol:.2g}, no certified gap"
-                )
-        elif status != ERROR:
-            budget = "time_limit" if status == TIME_LIMIT_REACHED else "max_iter"
-            detail = (
-                f"primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, max violation {viol:.3g}; "
-                f"the model may be infeasible, or increase {budget}"
-            )
-        detail += f"; {len(self.remote)} blocks on {len({r.worker for r in self.remote})} workers"
-        result = MPEResult(
-            x=frozen_array(full),
-            objective=float(objective),
-            converged=status == CONVERGED,
-            n_iter=n_iter,
-            primal_residual=float(stats[0]),
-            dual_residual=float(stats[1]),
-            max_violation=float(viol),
-            status=status,
-            time=time.perf_counter() - self.t0,
-            method="admm",
-            message=stop_message(status, "admm", n_iter, detail),
-            rho=float(rho),
-            lower_bound=float(lower_bound),
-            gap=gap,
+        ex = _Actors(self, part, z, model=None if sharded else model, opts=opts)
+        n_workers = len({r.worker for r in self.remote})
+        result = _driver.run(
+            ex,
+            **{k: opts[k] for k in _RUN_OPTIONS},
+            cmax=cmax,
+            zcons=part.consensus_constraints(),
+            t0=self.t0,
+            desc="ADMM (dask)",
+            note=f"; {len(self.remote)} blocks on {n_workers} workers",
         )
-        return result, timings
+        return result, ex.timings
+
+
+#: the options of ``_driver.run`` taken as validated
+_RUN_OPTIONS = ("rho", "alpha", "eps_abs", "eps_rel", "max_iter", "time_limit", "progress", "adaptive_rho", "gap_tol")
+
+
+class _Actors:
+    """The executor of ``hlmrf._driver.run`` whose blocks are the run's actors: each call goes to every
+    block at once and waits (``_Driver._wait``) for all of them; records the per-iteration timings."""
+
+    empty = False
+
+    def __init__(self, driver, part, z, *, model, opts):
+        self.driver, self.part, self.z, self.model = driver, part, z, model
+        self.alpha, self.eps_abs, self.eps_rel = opts["alpha"], opts["eps_abs"], opts["eps_rel"]
+        self.actors, self.blocks = driver.actors, part.blocks
+        # constraints with local copies: feasible only in the limit (as in hlmrf.solve)
+        self.watch = any(info["has_constraints"] for info in driver.infos)
+        self.stats = _driver._new_stats()
+        self.n_iter = 0
+        driver._wait([a.start(z[b.variables]) for a, b in self._pairs()], "the start of the run")
+        n_local = int(sum(b.variables.size for b in self.blocks))
+        self.timings = {"round": [], "compute": [], "consensus": [], "n_local": n_local}
+        self.timings["memory"] = driver._wait([a.memory() for a in self.actors], "a memory report")
+        self.timings["cut_variables"], self.timings["cut_volume"] = part.cut_variables, part.cut_volume
+
+    def _pairs(self):
+        return zip(self.actors, self.blocks)
+
+    def step(self, k: int, rho: float) -> int:
+        part, z, stats, timings = self.part, self.z, self.stats, self.timings
+        for it in range(k):
+            t_a = time.perf_counter()
+            outs = self.driver._wait(
+                [a.step(z[b.variables], rho, self.alpha) for a, b in self._pairs()], f"iteration {self.n_iter + 1}"
+            )
+            t_b = time.perf_counter()
+            acc, sums = partition.combine(part, [(o[0], o[1]) for o in outs])
+            stop = partition.consensus_step(
+                part, acc, sums, z, stats, rho=rho, eps_abs=self.eps_abs, eps_rel=self.eps_rel, stop=self.watch
+            )
+            timings["round"].append(t_b - t_a)
+            timings["compute"].append(max(o[2] for o in outs))
+            timings["consensus"].append(time.perf_counter() - t_b)
+            if stop:
+                return it
+            self.n_iter += 1
+        return k
+
+    def certify(self, averaged: bool = False):
+        calls = [a.certificate(self.z[b.variables], averaged) for a, b in self._pairs()]
+        return partition.consensus_certificate(self.part, self.driver._wait(calls, "the bound"), self.z)
+
+    def average(self) -> None:
+        self.driver._wait([a.average(_driver._AVG_KEEP) for a in self.actors], "the average of the multipliers")
+
+    def snapshot(self) -> None:
+        self.driver._wait([a.snapshot() for a in self.actors], "a snapshot")
+
+    def recession(self, since_snapshot: bool) -> float:
+        calls = [a.recession(self.z[b.variables], since_snapshot) for a, b in self._pairs()]
+        outs = self.driver._wait(calls, "the divergence test")
+        return partition.consensus_certificate(self.part, outs, self.z, recession=True)[0]
+
+    def answer(self, cert):
+        full = self.part.full(self.z)
+        if self.model is None:  # shards: the objective and violation of the bound's pass over the blocks
+            return full, cert[1], cert[2]
+        # the driver holds the model: the objective exactly as hlmrf.solve computes it
+        return full, self.model.objective(full), self.model.max_violation(full)
 
 
 class _Result:

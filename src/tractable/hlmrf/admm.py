@@ -12,7 +12,8 @@ Stopping: every few iterations one pass computes a certified lower bound from th
 LPs); the run stops when the residuals are small and the certified gap of the (feasible) consensus
 point is at most ``gap_tol`` (5e-4), or on small residuals alone when the iterates cannot be
 certified (constraints with local copies). The growth of the multipliers is tested for a Farkas
-certificate of infeasibility.
+certificate of infeasibility. These rules and the building of the result are
+:func:`tractable.hlmrf._driver.run`, which :mod:`tractable.distributed` runs on Dask actors too.
 
 :func:`solve` validates its arguments once (``_validate_solve``) and calls the core of the chosen
 method from :data:`METHODS` (``_solve_admm`` here, ``_solve_highs`` / ``_solve_clarabel`` in
@@ -26,18 +27,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._results import (
-    CONVERGED,
-    ERROR,
-    INFEASIBLE,
-    MAX_ITER_REACHED,
-    TIME_LIMIT_REACHED,
-    frozen_array,
-    stop_message,
-    warn_stopped,
-)
+from .._results import frozen_array, warn_stopped
 from .._validate import as_float_array, check_choice, check_int, check_options, check_positive, resolve_method
-from . import _kernels, bound, partition
+from . import _driver, _kernels, partition
+from ._driver import _gap
 from ._reference import _solve_clarabel, _solve_highs
 from ._result import MPEResult
 from .model import HLMRF
@@ -301,12 +294,6 @@ def _check_alpha(alpha) -> float:
 
 #: default target of the certified relative gap
 _DEFAULT_GAP_TOL = 5e-4
-#: weight of the old average in the exponential average of the multipliers, updated every _CHUNK
-#: iterations: ADMM's multipliers oscillate on LPs, and the bound at their average closes the gap
-#: in half the iterations on the sparse p = 1 benchmarks (docs/hlmrf.md)
-_AVG_KEEP = 0.8
-#: iterations between gap checks while the iterates are not feasible (every _CHUNK otherwise)
-_GAP_EVERY_INFEASIBLE = 50
 
 
 def _default_rho(comp) -> float:
@@ -316,31 +303,8 @@ def _default_rho(comp) -> float:
     return 0.25 if 2 * squared > np.count_nonzero(pot) else 1.0
 
 
-#: iterations between convergence reports to Python (time limit, progress, adaptive rho)
-_CHUNK = 10
-_MU, _TAU = 10.0, 2.0
-
-
-#: iterations between two tests of the multipliers' growth for divergence (when the primal residual stalls)
-_WATCH_EVERY = 100
-#: the primal residual "stalls" when it stays above this fraction of its value at the last snapshot
-_STALL = 0.5
-_DIVERGED = (
-    "the multipliers diverge: their growth from iteration {m} to {n} is a Farkas certificate that no "
-    "point of the box satisfies the constraints"
-)
-
-#: largest violation of a point whose objective certifies a gap
-FEASIBILITY_TOL = 1e-9
 #: constraint nonzeros up to which the feasibility LP is solved before ADMM runs
 _LP_CHECK_NNZ = 100_000
-
-
-def _gap(objective: float, lower_bound: float, violation: float) -> float:
-    """Certified relative gap of a point with ``objective`` and largest ``violation``; inf if not feasible."""
-    if not (violation <= FEASIBILITY_TOL and np.isfinite(lower_bound) and np.isfinite(objective)):
-        return float("inf")
-    return float(max(objective - lower_bound, 0.0) / max(abs(objective), 1.0))
 
 
 def _infeasibility(comp) -> tuple[str | None, float]:
@@ -415,237 +379,27 @@ def _solve_admm(
         rho = _default_rho(comp)
     why, cmax = _infeasibility(comp)
     if why is not None:
-        full = comp.x_fixed.copy()
-        full[comp.free] = np.nan
-        return MPEResult(
-            x=frozen_array(full),
-            objective=float("nan"),
-            converged=False,
-            n_iter=0,
-            primal_residual=float("nan"),
-            dual_residual=float("nan"),
-            max_violation=float("nan"),
-            status=INFEASIBLE,
-            time=time.perf_counter() - t0,
-            method="admm",
-            message=stop_message(INFEASIBLE, "admm", 0, why),
-            rho=float(rho),
-        )
+        return _driver.infeasible_result(comp, rho, why, t0)
     terms, zcons = _split_constraints(comp, constraints)
-    cert = np.zeros(3)
-
-    def certify(averaged=False):
-        bound.certificate(*terms[:6], y_avg if averaged else y, z, *zcons, max_copies, cert)
-        return comp.offset + cert[0], comp.offset + cert[1], cert[2]
-
-    def average():
-        np.multiply(y_avg, _AVG_KEEP, out=y_avg)
-        np.add(y_avg, (1.0 - _AVG_KEEP) * y, out=y_avg)
-
-    def snapshot(zero=False):
-        return np.zeros_like(y) if zero else y.copy()
-
-    def recession(snap):
-        return bound.infeasibility_measure(terms, zcons, y - snap, z, max_copies)
-
-    idx = terms[1]
-    n_free = comp.free.size
-    z = np.zeros(n_free) if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
-    x = z[idx]
-    y = np.zeros(idx.size)
-    y_avg = np.zeros(idx.size)
-    counts = np.bincount(idx, minlength=n_free)
-    cnt = counts.astype(np.float64)
-    max_copies = float(counts.max(initial=0))
+    z = np.zeros(comp.free.size) if x0 is None else np.clip(x0[comp.free], 0.0, 1.0)
+    tols = dict(alpha=alpha, eps_abs=eps_abs, eps_rel=eps_rel)
     if n_partitions > 1:
         part = partition.split_terms(model, n_partitions, constraints=constraints)
-        states = [partition.block_start(blk, z) for blk in part.blocks]
-
-        def step(k):
-            # the blocks run one after the other; a distributed backend runs them side by side
-            for it in range(k):
-                outs = [
-                    partition.block_step(blk, xb, yb, z[blk.variables], rho, alpha)
-                    for blk, (xb, yb) in zip(part.blocks, states)
-                ]
-                acc, sums = partition.combine(part, outs)
-                if partition.consensus_step(
-                    part, acc, sums, z, stats, rho=rho, eps_abs=eps_abs, eps_rel=eps_rel, stop=watch
-                ):
-                    return it
-            return k
-
-        avgs = [np.zeros_like(yb) for _, yb in states]
-
-        def certify(averaged=False):
-            ys = avgs if averaged else [yb for _, yb in states]
-            outs = [partition.block_certificate(blk, yb, z[blk.variables]) for blk, yb in zip(part.blocks, ys)]
-            return partition.consensus_certificate(part, outs, z)
-
-        def average():
-            for ab, (_, yb) in zip(avgs, states):
-                ab *= _AVG_KEEP
-                ab += (1.0 - _AVG_KEEP) * yb
-
-        def snapshot(zero=False):
-            return [np.zeros_like(yb) if zero else yb.copy() for _, yb in states]
-
-        def recession(snap):
-            outs = [
-                partition.block_certificate(blk, yb - sb, z[blk.variables], recession=True)
-                for blk, (_, yb), sb in zip(part.blocks, states, snap)
-            ]
-            return partition.consensus_certificate(part, outs, z, recession=True)[0]
-
-    elif parallel:
-        vptr = np.zeros(n_free + 1, dtype=np.int64)
-        np.cumsum(counts, out=vptr[1:])
-        vcopies = np.argsort(idx, kind="stable")
-
-        def step(k):
-            return _kernels.admm_run_parallel(
-                *terms, cnt, vptr, vcopies, x, y, z, rho, alpha, eps_abs, eps_rel, watch, k, stats, *zcons
-            )
+        ex = _driver.Blocks(model, comp, part, z, **tols)
     else:
-
-        def step(k):
-            return _kernels.admm_run(*terms, cnt, x, y, z, rho, alpha, eps_abs, eps_rel, watch, k, stats, *zcons)
-
-    stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])  # primal, dual, eps_pri, eps_dual, ||z||
-    n_iter = 0
-    status = MAX_ITER_REACHED
-    by_gap = False
-    # constraints with local copies: the iterates are feasible only in the limit (no certified gap),
-    # the residual test stops the run, and the multipliers are watched for divergence
-    watch = bool(np.any(terms[5] >= _kernels.KIND_LEQ))
-    # feasible iterates (not watch): the kernel never stops on its residual test (an early return
-    # would skip a consensus step); the residuals are tested here, after every chunk, with the gap
-    next_gap = _CHUNK
-    best_lb = -np.inf
-    residual_off = eps_abs == 0.0 and eps_rel == 0.0
-    y_snap, snap_primal, snap_iter, next_watch = None, np.inf, 0, _WATCH_EVERY
-    infeasible_why = None
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=max_iter, desc="ADMM", unit="it")
-    try:
-        if comp.idx.size == 0:
-            status = CONVERGED
-        while status != CONVERGED and n_iter < max_iter:
-            steps = min(_CHUNK, max_iter - n_iter)
-            done = step(steps)
-            n_iter += done
-            if bar is not None:
-                bar.update(done)
-                bar.set_postfix(primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}", refresh=False)
-            small = done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3])
-            if watch and small:
-                status = CONVERGED
-                break
-            average()
-            if n_iter >= next_gap or small:
-                lb, obj, cviol = certify()
-                gap_now = _gap(obj, lb, cviol)
-                if gap_now > gap_tol and (small or residual_off) and np.isfinite(gap_now):
-                    # a feasible z waits for its bound: try the averaged multipliers too
-                    lb = max(lb, certify(averaged=True)[0])
-                    gap_now = _gap(obj, lb, cviol)
-                best_lb = max(best_lb, lb)
-                next_gap = n_iter + (_CHUNK if cviol <= FEASIBILITY_TOL else _GAP_EVERY_INFEASIBLE)
-                # the gap target and small residuals (unless the residual test is off: eps_abs = eps_rel = 0)
-                if gap_now <= gap_tol and (small or residual_off):
-                    status = CONVERGED
-                    by_gap = True
-                    break
-            if watch and n_iter >= next_watch and stats[0] > stats[2]:
-                next_watch = n_iter + _WATCH_EVERY
-                if y_snap is not None and stats[0] > _STALL * snap_primal and recession(y_snap) > 0.0:
-                    status = INFEASIBLE
-                    infeasible_why = _DIVERGED.format(n=n_iter, m=snap_iter)
-                    break
-                y_snap, snap_primal, snap_iter = snapshot(), stats[0], n_iter
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                status = TIME_LIMIT_REACHED
-                break
-            if adaptive_rho and n_iter < max_iter // 2:
-                rp = stats[0] / max(stats[2], 1e-300)
-                rd = stats[1] / max(stats[3], 1e-300)
-                if rp > _MU * rd:
-                    rho *= _TAU
-                elif rd > _MU * rp:
-                    rho /= _TAU
-    finally:
-        if bar is not None:
-            bar.close()
-    full = comp.x_fixed.copy()
-    full[comp.free] = z
-    viol = model.max_violation(full)
-    objective = model.objective(full)
-    # every bound is valid: the best seen for this z (by_gap), or those of both multipliers now
-    lower_bound = (
-        max(best_lb if by_gap else -np.inf, certify()[0], certify(averaged=True)[0]) if comp.idx.size else comp.offset
-    )
-    gap = _gap(objective, lower_bound, viol)
-    # a converged feasible model has z within |c_k| * primal residual of each constraint's local copy
-    viol_tol = 1e-6 + (2.0 * cmax * (stats[0] + stats[1] / rho) / min(alpha, 1.0) if cmax > 0 else 0.0)
-    if status == CONVERGED and not by_gap and viol > viol_tol:
-        status = ERROR
-        detail = (
-            f"residuals below tolerance but max violation {viol:.3g} exceeds what they allow ({viol_tol:.3g}); "
-            "the model is probably infeasible"
-        )
-        # any multipliers may certify: their growth since the last snapshot, or themselves
-        for snap, start in ((y_snap, snap_iter), (snapshot(zero=True), 0)):
-            if snap is not None and recession(snap) > 0.0:
-                status, infeasible_why = INFEASIBLE, _DIVERGED.format(n=n_iter, m=start)
-                break
-    if status != INFEASIBLE and zcons[4].size:
-        # the projection onto a consensus-step constraint that misses the box leaves it violated
-        vals = _kernels.term_values(*zcons[:4], z)
-        rows = np.repeat(np.arange(zcons[3].size), np.diff(zcons[0]))
-        scale = 1.0 + np.abs(zcons[3]) + np.bincount(rows, weights=np.abs(zcons[2]), minlength=zcons[3].size)
-        bad = np.where(zcons[4] == _kernels.KIND_EQ, np.abs(vals), vals) > 1e-9 * scale
-        if bad.any():
-            status = INFEASIBLE
-            infeasible_why = "a constraint of the consensus step cannot hold anywhere in the box [0, 1]"
-    if status == INFEASIBLE:
-        lower_bound, gap = float("-inf"), float("inf")
-    converged = status == CONVERGED
-    if status == INFEASIBLE:
-        detail = infeasible_why
-    elif status == ERROR:
-        pass
-    elif converged:
-        if by_gap:
-            detail = f"certified gap {gap:.2g} below gap_tol" + ("" if residual_off else ", residuals below tolerance")
-        else:
-            detail = "residuals below tolerance" + (
-                "" if np.isfinite(gap) else f"; max violation {viol:.2g}, no certified gap"
-            )
-    else:
-        budget = "time_limit" if status == TIME_LIMIT_REACHED else "max_iter"
-        detail = (
-            f"primal residual {stats[0]:.3g}, dual residual {stats[1]:.3g}, max violation {viol:.3g}; "
-            f"the model may be infeasible, or increase {budget}"
-        )
-    message = stop_message(status, "admm", n_iter, detail)
-    return MPEResult(
-        x=frozen_array(full),
-        objective=objective,
-        converged=converged,
-        n_iter=n_iter,
-        primal_residual=float(stats[0]),
-        dual_residual=float(stats[1]),
-        max_violation=viol,
-        status=status,
-        time=time.perf_counter() - t0,
-        method="admm",
-        message=message,
-        rho=float(rho),
-        lower_bound=float(lower_bound),
-        gap=gap,
+        ex = _driver.Fused(model, comp, terms, zcons, z, parallel=parallel, **tols)
+    return _driver.run(
+        ex,
+        rho=rho,
+        max_iter=max_iter,
+        time_limit=time_limit,
+        progress=progress,
+        adaptive_rho=adaptive_rho,
+        gap_tol=gap_tol,
+        cmax=cmax,
+        zcons=zcons,
+        t0=t0,
+        **tols,
     )
 
 
