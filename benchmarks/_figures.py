@@ -194,19 +194,27 @@ def hlmrf() -> Path | None:
     rows = latest_rows("hlmrf")
     if plt is None or rows is None:
         return None
-    sizes = [r for r in rows if "terms" in r and "ours_s" in r]
+    ours_key = next((k for k in ("ours_default_s", "ours_s") if any(k in r for r in rows)), None)
+    sizes = [r for r in rows if _finite(r.get("terms")) and _finite(r.get(ours_key))] if ours_key else []
     powers = sorted({r["p"] for r in sizes})
+    if not powers:
+        print("figure hlmrf: no rows with sizes and times to draw")
+        return None
     fig, axes = plt.subplots(1, len(powers), figsize=(5.2 * len(powers), 4.0), squeeze=False)
     for ax, p in zip(axes[0], powers):
-        pts = sorted((r for r in sizes if r["p"] == p), key=lambda r: r["terms"])
-        terms = [r["terms"] for r in pts]
-        ax.plot(terms, [r["ours_s"] for r in pts], "o-", color=OURS, label="ours (consensus ADMM)")
-        psl = [(r["terms"], r["psl_s"]) for r in pts if _finite(r.get("psl_s"))]
-        ax.plot([t for t, _ in psl], [s for _, s in psl], "s-", color=BASELINE, label="PSL 2.4 ADMM (Java)")
-        ref_name = {"highs": "HiGHS (LP, exact)", "clarabel": "Clarabel (QP, exact)"}.get(pts[0].get("ref"), "exact")
-        ok = [(r["terms"], r["ref_s"]) for r in pts if r.get("ref_status") == "optimal"]
-        stopped = [(r["terms"], r["ref_s"]) for r in pts if _finite(r.get("ref_s")) and r["ref_status"] != "optimal"]
-        ax.plot([t for t, _ in ok], [s for _, s in ok], "^-", color=REFERENCE, label=ref_name)
+        of_p = [r for r in sizes if r["p"] == p]
+        families = sorted({r.get("family", "") for r in of_p})
+        for family in families:  # sparse and dense networks: one line each, solid and dashed
+            pts = sorted((r for r in of_p if r.get("family", "") == family), key=lambda r: r["terms"])
+            style, tag = ("--", f" ({family})") if family == "dense" else ("-", f" ({family})" if family else "")
+            terms = [r["terms"] for r in pts]
+            ax.plot(terms, [r[ours_key] for r in pts], "o" + style, color=OURS, label="ours (ADMM, default stop)" + tag)
+            psl = [(r["terms"], r["psl_s"]) for r in pts if _finite(r.get("psl_s"))]
+            ax.plot([t for t, _ in psl], [s for _, s in psl], "s" + style, color=BASELINE, label="PSL 2.4 ADMM" + tag)
+        ref_name = {"highs": "HiGHS (LP, exact)", "clarabel": "Clarabel (QP, exact)"}.get(of_p[0].get("ref"), "exact")
+        ok = [(r["terms"], r["ref_s"]) for r in of_p if r.get("ref_status") == "optimal"]
+        stopped = [(r["terms"], r["ref_s"]) for r in of_p if _finite(r.get("ref_s")) and r["ref_status"] != "optimal"]
+        ax.plot([t for t, _ in ok], [s for _, s in ok], "^", color=REFERENCE, label=ref_name)
         if stopped:
             ax.plot([t for t, _ in stopped], [s for _, s in stopped], "^", mfc="none", color=REFERENCE,
                     label=f"{ref_name.split()[0]}, stopped at its time limit")  # fmt: skip
