@@ -19,7 +19,7 @@ import numpy as np
 import scipy.fft as sfft
 
 from ._convolve import DEFAULT_CROSSOVER, METHODS
-from ._kernels import block_config_cdfs, conv_direct_batch, corr_direct_batch, sample_descent_blocks
+from ._kernels import block_alias_tables, conv_direct_batch, corr_direct_batch, sample_descent_alias
 
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _NOISE = 1e-14  # FFT output entries below this fraction of the row maximum are rounding noise
@@ -151,35 +151,61 @@ class Balanced:
             a = x
         return a[: self.n], sa[: self.n]
 
-    def sample(self, root_counts: np.ndarray, state: np.ndarray, block_height: int = 3) -> np.ndarray:
-        """Exact samples given root counts: count splits down to blocks of 2^block_height leaves,
-        then each block's configuration in one draw (see ``sample_descent_blocks``). (S, n) uint8."""
+    def sample(
+        self, root_counts: np.ndarray, state: np.ndarray, block_height: int = 3, alias_height: int = 7
+    ) -> np.ndarray:
+        """Exact samples given root counts: count splits down to blocks of ``2^block_height`` leaves
+        (alias tables at nodes of up to ``2^alias_height`` leaves, walks above), then each block's
+        configuration in one draw (see ``sample_descent_alias``). Returns (S, n) uint8."""
         left, right, _, flat, offset, length, pad = self.flat()
         hb = min(block_height, self.n_levels)
         level_start = np.cumsum([0] + [pad >> h for h in range(self.n_levels + 1)])
-        order = np.arange(level_start[-1] - 1, level_start[hb + 1] - 1, -1, dtype=np.int64)
         block = 1 << hb
         cfg = np.arange(1 << block)
         pop = np.array([bin(c).count("1") for c in cfg])
         masks = cfg[np.argsort(pop, kind="stable")].astype(np.int64)
         start = np.searchsorted(np.sort(pop), np.arange(block + 2)).astype(np.int64)
-        tab = block_config_cdfs(self.vec[0], block, masks, start)
-        return sample_descent_blocks(
+        # configuration -> its leaf states as 8 bytes (byte i = leaf i), native byte order
+        bits = ((masks[:, None] >> np.arange(8)[None, :]) & 1).astype(np.uint8)
+        patterns = np.ascontiguousarray(bits).view(np.uint64).ravel()
+        prob, alias = block_alias_tables(self.vec[0], block, masks, start)
+        nz_lo, nz_hi = self._support()
+        words = sample_descent_alias(
             root_counts.astype(np.int64),
-            order,
+            int(level_start[-1] - 1),
             left,
             right,
             flat,
             offset,
             length,
+            nz_lo,
+            nz_hi,
+            1 << min(alias_height, 10),  # split tables of <= 513 entries: the draw needs n < 1024
             int(level_start[hb]),
-            block,
-            tab,
-            masks,
+            prob,
+            alias,
             start,
-            self.n,
+            patterns,
             state,
         )
+        out = words.view(np.uint8)  # (S, 8 n_blocks): block b's leaves are bytes 8b .. 8b + block - 1
+        if block < 8:
+            out = out.reshape(out.shape[0], -1, 8)[:, :, :block].reshape(out.shape[0], -1)
+        if out.shape[1] != self.n:
+            out = np.ascontiguousarray(out[:, : self.n])
+        return out
+
+    def _support(self) -> tuple[np.ndarray, np.ndarray]:
+        """First and last non-zero entry of each node's upward message (generic numbering of
+        :meth:`flat`); the padding nodes (message [1, 0, ...]) get (0, 0)."""
+        lo, hi = [], []
+        for x in self.vec:
+            nz = x > 0.0
+            first = np.argmax(nz, axis=1)
+            last = x.shape[1] - 1 - np.argmax(nz[:, ::-1], axis=1)
+            lo.append(first)
+            hi.append(last)
+        return np.concatenate(lo).astype(np.int64), np.concatenate(hi).astype(np.int64)
 
     def flat(self):
         """Upward messages flattened for the sampling kernel, in the generic node numbering.

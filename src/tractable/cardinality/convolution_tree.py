@@ -539,11 +539,11 @@ def sample(theta, f, *, size: int = 1, rng=None, method: str = "auto", crossover
 
     Sec. 5.3 of Tarlow et al. (2012): after the upward pass, draw the root count from its
     marginal, then split each parent's count between its children top-down, drawing the left
-    count from ``up_left(j) * up_right(c - j)``. The total weight and the mode of each
-    (node, count) split are computed once and shared by all samples that need it; each draw is an
-    inversion that visits the weights from the mode outwards, so it costs about the split's
-    standard deviation, not the node's size. Below blocks of 8 leaves each block's configuration
-    is drawn in one step.
+    count from ``up_left(j) * up_right(c - j)``. All samples go through the tree together, node by
+    node (depth first): at nodes of up to 128 leaves each (node, count) split gets an alias table on
+    first use, so every later draw is one uniform and one lookup; above, the split's total and
+    mode are computed once and each draw is an inversion walking from the mode. Below blocks of 8
+    leaves each block's configuration is one alias draw given the block's count.
 
     Parameters
     ----------
