@@ -1,7 +1,10 @@
 """Variable elimination in a greedy elimination order (min-fill family).
 
 For marginals the eliminated clusters are kept as a clique tree, calibrated with a second, downward
-pass, so that *all* marginals cost about twice one elimination. For MAP, max-product elimination
+pass, so that *all* marginals cost about twice one elimination. A cluster is multiplied in linear
+space when its factors' ranges cannot underflow (else in log space, shifted per slice), and its
+exponentiated table is kept for the downward pass, which then only multiplies it by an array of
+the separator's size: each cluster table is exponentiated at most once. For MAP, max-product elimination
 then backward decoding. The cost is exponential only in the induced width of the order, and the
 largest intermediate table is checked against ``max_table_size`` before anything is allocated.
 """
@@ -13,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._logspace import logsumexp
 from .._results import MAPResult, MarginalsResult
 from .._validate import as_index_array, check_choice, check_int
 from ..factorgraph import FactorGraph
@@ -32,6 +34,10 @@ METHOD = "variable_elimination"
 
 # the greedy orders of elimination_order
 _HEURISTICS = ("auto", "min_fill", "weighted_min_fill", "min_weight", "min_degree")
+# A cluster whose factors' spans (log of largest over smallest non-zero entry) add up to less than
+# this is multiplied in linear space: every non-zero entry of the product is at least exp(-300)
+# (about 1e-130) times its largest, far from underflow (1e-308), so no per-slice shift is needed.
+_LINEAR_SPAN = 300.0
 
 
 # --------------------------------------------------------------------------- elimination orders
@@ -59,7 +65,8 @@ def _eliminate(adj: list[set], card: np.ndarray, v: int) -> int:
 
 
 def _greedy_order(adj: list[set], card: np.ndarray, heuristic: str) -> tuple[list[int], int, int]:
-    logc = np.log2(card.astype(np.float64))
+    logc = np.log2(card.astype(np.float64)).tolist()  # Python floats: cheaper to index in the loop
+    cards = [int(c) for c in card]
 
     def cost(v):
         nb = adj[v]
@@ -68,19 +75,25 @@ def _greedy_order(adj: list[set], card: np.ndarray, heuristic: str) -> tuple[lis
             return (len(nb), weight, v)
         if heuristic == "min_weight":
             return (weight, len(nb), v)
-        nbl = list(nb)
-        missing = [(a, b) for i, a in enumerate(nbl) for b in nbl[i + 1 :] if b not in adj[a]]
         if heuristic == "weighted_min_fill":
-            return (sum(float(card[a] * card[b]) for a, b in missing), weight, v)
-        return (len(missing), weight, v)
+            nbl = list(nb)
+            missing = [(a, b) for i, a in enumerate(nbl) for b in nbl[i + 1 :] if b not in adj[a]]
+            return (sum(float(cards[a] * cards[b]) for a, b in missing), weight, v)
+        # each missing edge counted from both ends; a itself is in nb but not in adj[a]
+        return (sum(len(nb - adj[a]) - 1 for a in nb) // 2, weight, v)
 
     remaining = set(range(len(adj)))
+    costs = {v: cost(v) for v in remaining}
     order: list[int] = []
     biggest = 1
     total = 0
     while remaining:
-        v = min(remaining, key=cost)
+        v = min(remaining, key=costs.__getitem__)
+        nb = adj[v]
         size = _eliminate(adj, card, v)
+        # only v's neighbours and theirs have new edges around them: the other costs are unchanged
+        for u in nb.union(*(adj[a] for a in nb)) - {v}:
+            costs[u] = cost(u)
         biggest = max(biggest, size)
         total += size
         remaining.remove(v)
@@ -146,6 +159,20 @@ class _LogFactor:
 
     scope: tuple
     table: np.ndarray
+    # for the linear-space product (marginals): table = log(lin) + shift, lin's largest entry is 1 and
+    # its smallest non-zero entry is exp(-span); span = inf when there is no such form (all -inf)
+    lin: np.ndarray | None = None
+    shift: float = 0.0
+    span: float = np.inf
+
+    def linearize(self) -> _LogFactor:
+        """Fill ``lin``, ``shift`` and ``span`` from ``table`` (sizes of factors and messages only)."""
+        finite = self.table[np.isfinite(self.table)]
+        if finite.size:
+            self.shift = float(finite.max())
+            self.span = self.shift - float(finite.min())
+            self.lin = np.exp(self.table - self.shift)
+        return self
 
 
 def _as_log_factors(fg: FactorGraph) -> list[_LogFactor]:
@@ -166,16 +193,46 @@ def _expand(f: _LogFactor, scope: tuple, card: np.ndarray) -> np.ndarray:
 def _product(factors: list[_LogFactor], scope: tuple, card: np.ndarray) -> np.ndarray:
     table = np.zeros([int(card[v]) for v in scope])
     for f in factors:
-        table = table + _expand(f, scope, card)
+        table += _expand(f, scope, card)  # in place: no temporary per factor
     return table
+
+
+def _linear_product(factors: list[_LogFactor], scope: tuple, card: np.ndarray) -> tuple[np.ndarray, float]:
+    """Product of linearized factors over the sorted ``scope``: ``(lin, c)`` with table ``log(lin) + c``."""
+    views = []
+    for f in factors:
+        present = set(f.scope)
+        views.append(f.lin.reshape([int(card[v]) if v in present else 1 for v in scope]))
+    table = np.empty([int(card[v]) for v in scope])
+    if len(views) >= 2:  # the first product writes the table: no pass filling it with ones
+        np.multiply(views[0], views[1], out=table)
+    else:
+        table[...] = views[0] if views else 1.0
+    for view in views[2:]:
+        table *= view
+    return table, float(sum(f.shift for f in factors))
+
+
+def _sum_out(table: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log-sum of ``table`` over ``axis``, keeping the exponentiated table for the downward pass.
+
+    Each slice is shifted by its own maximum ``m`` (0 for an all ``-inf`` slice), as in
+    :func:`tractable._logspace.logsumexp`, so nothing underflows that matters. Returns ``(lin, message, m)`` with
+    ``lin = exp(table - m)`` and ``message = log(sum(lin, axis)) + m``; ``message`` and ``m`` have
+    the shape of ``table`` without ``axis``.
+    """
+    m = np.max(table, axis=axis, keepdims=True)
+    m[~np.isfinite(m)] = 0.0
+    lin = table - m  # the product table is not needed any more: reuse its memory
+    np.exp(lin, out=lin)
+    with np.errstate(divide="ignore"):
+        message = np.log(lin.sum(axis=axis))
+    m = np.squeeze(m, axis=axis)
+    return lin, message + m, m
 
 
 def _max_keep(x: np.ndarray, axis: int) -> np.ndarray:
     return np.max(x, axis=axis, keepdims=True)
-
-
-def _logsumexp_keep(x: np.ndarray, axis: int) -> np.ndarray:
-    return logsumexp(x, axis=axis, keepdims=True)
 
 
 def _validate_variable_elimination(fg, task, order, max_table_size) -> tuple[FactorGraph, str, list | None, int]:
@@ -207,12 +264,13 @@ def _variable_elimination(
             f"`max_table_size`={max_table_size}; the model's induced width is too large for exact inference."
         )
     maximize = task == "map"
-    reduce = _max_keep if maximize else _logsumexp_keep
 
     position = {v: i for i, v in enumerate(order)}
     buckets: list[list[_LogFactor]] = [[] for _ in range(n)]
     constant = fg.constant
     for f in _as_log_factors(fg):
+        if not maximize:
+            f.linearize()
         if not f.scope:
             constant += float(f.table)
         else:
@@ -226,13 +284,31 @@ def _variable_elimination(
     for step, v in enumerate(order):
         bucket = buckets[step]
         scope = tuple(sorted({v}.union(*(f.scope for f in bucket))))
-        table = _product(bucket, scope, card)
         axis = scope.index(v)
-        msg_table = np.squeeze(reduce(table, axis), axis=axis)
         msg_scope = scope[:axis] + scope[axis + 1 :]
+        if maximize:
+            table = _product(bucket, scope, card)
+            msg_table = np.squeeze(_max_keep(table, axis), axis=axis)
+            tables.append(table)
+            message = _LogFactor(msg_scope, msg_table)
+        elif sum(f.span for f in bucket) < _LINEAR_SPAN:
+            lin, c = _linear_product(bucket, scope, card)
+            summed = lin.sum(axis=axis)
+            with np.errstate(divide="ignore"):
+                msg_table = np.log(summed) + c
+            tables.append((lin, np.full(msg_table.shape, c)))  # the cluster's table is exp(c) * lin
+            message = _LogFactor(msg_scope, msg_table)
+            top = float(summed.max()) if summed.size else 0.0
+            if top > 0:  # the linear form of the message without another exp
+                message.lin = summed / top
+                message.shift = float(np.log(top)) + c
+                message.span = -float(np.log(message.lin[message.lin > 0].min()))
+        else:
+            lin, msg_table, m = _sum_out(_product(bucket, scope, card), axis)
+            tables.append((lin, m))  # the cluster's table is exp(m) * lin
+            message = _LogFactor(msg_scope, msg_table).linearize()
         clusters.append(scope)
-        tables.append(table)
-        messages.append(_LogFactor(msg_scope, msg_table))
+        messages.append(message)
         if msg_scope:
             p = min(position[u] for u in msg_scope)
             parent[step] = p
@@ -256,33 +332,49 @@ def _variable_elimination(
     if log_z == -np.inf:
         raise no_support("the marginals are")
     # Downward pass, parents before children. A cluster's belief is kept as exp(belief - shift) with
-    # its shift, so each cluster costs one exp: separator and marginal sums are plain sums of it.
-    beliefs: list[tuple[np.ndarray, float] | None] = [None] * n
+    # its shift: separator and marginal sums are plain sums of it. The upward pass kept each cluster
+    # as exp(table - m), m per separator configuration, so the belief costs no exp of the cluster
+    # here: that array times exp(m + downward message), an array of the separator's size.
+    separators: list[tuple[np.ndarray, float] | None] = [None] * n  # per step: parent's belief summed to its scope
     marginals: list[np.ndarray | None] = [None] * n
+    children: list[list[int]] = [[] for _ in range(n)]
+    for step in range(n):
+        if parent[step] >= 0:
+            children[parent[step]].append(step)
     for step in range(n - 1, -1, -1):
         scope = clusters[step]
-        table = tables[step]
+        kept = tables[step]
         tables[step] = None  # not needed any more
-        p = parent[step]
-        if p >= 0:
-            # separator belief from the parent, divided by this cluster's upward message (0/0 = 0)
-            lin, shift = beliefs[p]
-            pscope = clusters[p]
-            drop = tuple(i for i, u in enumerate(pscope) if u not in messages[step].scope)
-            sep = lin.sum(axis=drop) if drop else lin
-            with np.errstate(divide="ignore"):
-                sep = np.log(sep.reshape(messages[step].table.shape)) + shift
-            with np.errstate(invalid="ignore"):
-                down = np.where(np.isneginf(sep), -np.inf, sep - messages[step].table)
-            table = table + _expand(_LogFactor(messages[step].scope, down), scope, card)
-        shift = float(np.max(table))
-        shift = shift if np.isfinite(shift) else 0.0
-        lin = np.exp(table - shift)
-        beliefs[step] = (lin, shift)
         v = order[step]
         axis = scope.index(v)
-        others = tuple(i for i in range(len(scope)) if i != axis)
-        m = lin.sum(axis=others) if others else lin
+        p = parent[step]
+        down = None
+        if p >= 0:
+            # separator belief from the parent, divided by this cluster's upward message (0/0 = 0)
+            sep, pshift = separators[step]
+            separators[step] = None
+            with np.errstate(divide="ignore"):
+                sep = np.log(sep.reshape(messages[step].table.shape)) + pshift
+            with np.errstate(invalid="ignore"):
+                down = np.where(np.isneginf(sep), -np.inf, sep - messages[step].table)
+        # belief = table + down = log(lin) + (m + down), and m + down has the separator's shape
+        lin, m = kept
+        w = m if down is None else m + down
+        shift = float(np.max(w))
+        shift = shift if np.isfinite(shift) else 0.0
+        others = [i for i in range(len(scope)) if i != axis]
+        if children[step]:
+            lin *= np.expand_dims(np.exp(w - shift), axis)  # lin is this cluster's own array
+            for c in children[step]:
+                drop = tuple(i for i, u in enumerate(scope) if u not in messages[c].scope)
+                separators[c] = (lin.sum(axis=drop) if drop else lin, shift)
+            # a child's separator holds v (v's position is its parent): v's marginal is summed from the smallest
+            c = min(children[step], key=lambda c: separators[c][0].size)
+            sep = separators[c][0]
+            k = messages[c].scope.index(v)
+            m = sep.sum(axis=tuple(i for i in range(sep.ndim) if i != k)) if sep.ndim > 1 else sep
+        else:  # a leaf needs only its marginal: one contraction, no belief array
+            m = np.einsum(lin, list(range(len(scope))), np.exp(w - shift), others, [axis])
         marginals[v] = m / m.sum()
     return marginals_result(marginals, log_z, t0, METHOD)
 
