@@ -25,6 +25,8 @@ import os
 import re
 import warnings
 
+from .parser import strip_comments
+
 __all__ = ["OPTION_MAP", "model_from_data_file", "model_from_json", "read_json", "read_data_file"]
 
 #: PSL option -> (solve option, converter)
@@ -36,30 +38,6 @@ OPTION_MAP = {
     "reasoner.tolerance": ("gap_tol", float),
 }
 _KEY = re.compile(r"^([A-Za-z$_][A-Za-z0-9$_]*)/(\d+)$")
-
-
-def _strip_json_comments(text: str) -> str:
-    """Blank out ``#`` and ``//`` comments outside JSON strings (line numbers are kept)."""
-    out = []
-    for line in text.split("\n"):
-        in_str = False
-        cut = len(line)
-        k = 0
-        while k < len(line):
-            ch = line[k]
-            if in_str:
-                if ch == "\\":
-                    k += 1
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "#" or line.startswith("//", k):
-                cut = k
-                break
-            k += 1
-        out.append(line[:cut])
-    return "\n".join(out)
 
 
 def read_text(path) -> str:
@@ -86,7 +64,7 @@ def read_json(path) -> dict:
     path = os.fspath(path)
     text = read_text(path)
     try:
-        cfg = json.loads(_strip_json_comments(text))
+        cfg = json.loads(strip_comments(text, quotes='"'))
     except json.JSONDecodeError as err:
         raise ValueError(
             f"{path}: not a PSL JSON configuration: {err.msg} at line {err.lineno} column {err.colno}."

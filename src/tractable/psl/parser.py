@@ -681,7 +681,7 @@ def parse_rules(text: str) -> list:
     -------
     list of LogicalRule or ArithmeticRule
     """
-    text = _strip_comments(text)
+    text = strip_comments(text)
     p = _Parser(text)
     rules = []
     while p.tok.kind != "end":
@@ -689,8 +689,11 @@ def parse_rules(text: str) -> list:
     return rules
 
 
-def _strip_comments(text: str) -> str:
-    """Blank out ``#`` and ``//`` comments outside quoted constants (columns are kept)."""
+def strip_comments(text: str, quotes: str = "'\"") -> str:
+    """Cut ``#`` and ``//`` comments outside strings quoted by one of ``quotes`` (lines and columns are kept).
+
+    Rules quote constants with ``'`` or ``"``; JSON configurations (``quotes='"'``) only with ``"``.
+    """
     out = []
     for line in text.split("\n"):
         quote = None
@@ -703,7 +706,7 @@ def _strip_comments(text: str) -> str:
                     k += 1
                 elif ch == quote:
                     quote = None
-            elif ch in "'\"":
+            elif ch in quotes:
                 quote = ch
             elif ch == "#" or line.startswith("//", k):
                 cut = k
