@@ -10,8 +10,9 @@ residuals the executor reports:
   multipliers since a snapshot is tested for a Farkas certificate of infeasibility (when the
   primal residual stalled above ``_STALL`` times its value at the snapshot);
 - every ``_CHUNK`` iterations (``_GAP_EVERY_INFEASIBLE`` while ``z`` violates a constraint) and
-  whenever the residuals are small, the certified gap of ``z``; when it misses ``gap_tol`` only
-  because of the multipliers' oscillation, also the gap at their exponential average (``_AVG_KEEP``);
+  whenever the residuals are small, the certified gap of ``z`` against the best bound found so far
+  (every bound is valid, and the bound at ADMM's multipliers oscillates); when it misses ``gap_tol``
+  with small residuals, also the bound at their exponential average (``_AVG_KEEP``);
   converged when the gap is within ``gap_tol`` and the residuals are small (or their test is off);
 - the time limit; residual balancing of ``rho`` (``adaptive_rho``, first half of ``max_iter``).
 
@@ -305,12 +306,14 @@ def run(
             ex.average()
             if n_iter >= next_gap or small:
                 lb, obj, cviol = ex.certify()
-                gap_now = _gap(obj, lb, cviol)
+                # every bound ever computed is valid (weak duality holds for any multipliers), and ADMM's
+                # oscillate: the gap of z is taken against the best of them
+                best_lb = max(best_lb, lb)
+                gap_now = _gap(obj, best_lb, cviol)
                 if gap_now > gap_tol and (small or residual_off) and np.isfinite(gap_now):
                     # a feasible z waits for its bound: try the averaged multipliers too
-                    lb = max(lb, ex.certify(averaged=True)[0])
-                    gap_now = _gap(obj, lb, cviol)
-                best_lb = max(best_lb, lb)
+                    best_lb = max(best_lb, ex.certify(averaged=True)[0])
+                    gap_now = _gap(obj, best_lb, cviol)
                 next_gap = n_iter + (_CHUNK if cviol <= FEASIBILITY_TOL else _GAP_EVERY_INFEASIBLE)
                 # the gap target and small residuals (unless the residual test is off: eps_abs = eps_rel = 0)
                 if gap_now <= gap_tol and (small or residual_off):
@@ -342,9 +345,9 @@ def run(
         cert = None
         lower_bound = ex.offset
     else:
-        # every bound is valid: the best seen for this z (by_gap), or those of both multipliers now
+        # every bound is valid: the best seen during the run, or those of both multipliers now
         cert = ex.certify()
-        lower_bound = max(best_lb if by_gap else -np.inf, cert[0], ex.certify(averaged=True)[0])
+        lower_bound = max(best_lb, cert[0], ex.certify(averaged=True)[0])
     full, objective, viol = ex.answer(cert)
     gap = _gap(objective, lower_bound, viol)
     # a converged feasible model has z within |c_k| * primal residual of each constraint's local copy

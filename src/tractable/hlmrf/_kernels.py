@@ -553,7 +553,10 @@ def admm_run_parallel(
     gather over ``vcopies[vptr[v]:vptr[v + 1]]`` (the copies of variable ``v``) instead of a
     scatter-add, so no two threads write the same memory. The projections onto the consensus-step
     constraints stay sequential (they are few and cheap; calling them from a parallel loop was
-    slower).
+    slower). The local update is written out here as in :func:`block_pass` rather than shared
+    through a compiled helper: with the helper (inlined or not) the sequential kernel ran 40-70%
+    slower per iteration (measured on ``opinion_diffusion(8000, mean_degree=1.5)`` and the sparse
+    22,050-voter model, same iterates).
     """
     n_terms = indptr.shape[0] - 1
     nnz = idx.shape[0]
