@@ -3,7 +3,10 @@
 The ``n`` leaves are padded to ``P = 2^L`` with leaves that are always off (weights (1, 0)), so
 level ``h`` holds ``2^(L-h)`` nodes whose count messages have exactly ``2^h + 1`` entries: one
 (rows, width) array per level, children of row ``r`` at rows ``2r`` and ``2r + 1`` of the level
-below (torch-struct's ``[0::2]`` / ``[1::2]`` pairing). A level is one batched ``scipy.fft`` call.
+below (torch-struct's ``[0::2]`` / ``[1::2]`` pairing). The bottom levels, whose children have at
+most ``crossover`` entries, are direct convolutions computed in one compiled call each way
+(:mod:`._direct_levels`; the level arrays are views of its buffer); above them a level is one
+batched ``scipy.fft`` call.
 
 FFT sizes are powers of two: the convolution of two children (``w + 1`` entries each) has
 ``2w + 1`` entries, but only its two end entries alias under a circular convolution of length
@@ -19,7 +22,8 @@ import numpy as np
 import scipy.fft as sfft
 
 from ._convolve import DEFAULT_CROSSOVER, METHODS
-from ._kernels import block_alias_tables, conv_direct_batch, corr_direct_batch, sample_descent_alias
+from ._direct_levels import direct_top, down_direct_levels, up_direct_levels
+from ._kernels import block_alias_tables, sample_descent_alias
 
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _NOISE = 1e-14  # FFT output entries below this fraction of the row maximum are rounding noise
@@ -36,8 +40,7 @@ class Balanced:
 
     def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER):
         n, n_levels = self._init_leaves(leaf_logw, method, crossover)
-        self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))
-        for h in range(1, n_levels + 1):
+        for h in range(self.top + 1, n_levels + 1):
             a = self.vec[h - 1]
             x = self._conv(a, h)
             # structural zeros: a node with fewer real leaves than 2^h cannot exceed its size
@@ -54,8 +57,10 @@ class Balanced:
             self.scale.append(sc[0::2] + sc[1::2] + np.log(mx))
 
     def _init_leaves(self, leaf_logw: np.ndarray, method: str, crossover: int) -> tuple[int, int]:
-        """Level 0: the ``n`` leaf messages (normalized, with log scales), padded with always-off
-        leaves to ``2^n_levels``. Returns ``(n, n_levels)``."""
+        """Level 0 (the ``n`` leaf messages with log scales, padded with always-off leaves to
+        ``2^n_levels``) and the levels ``1..top`` below the FFT crossover, in one compiled call each
+        (:mod:`._direct_levels`; their rows have maxima in [2^-20, 2^20], the root's exactly 1).
+        Returns ``(n, n_levels)``."""
         n = leaf_logw.shape[0]
         self.n = n
         n_levels = max(0, int(np.ceil(np.log2(n)))) if n > 1 else 0
@@ -63,16 +68,31 @@ class Balanced:
         pad = 1 << n_levels
         self.method = method
         self.crossover = crossover
-        m = leaf_logw.max(axis=1)
-        v0 = np.zeros((pad, 2))
-        v0[:, 0] = 1.0
-        v0[:n] = np.exp(leaf_logw - m[:, None])
-        s0 = np.zeros(pad)
-        s0[:n] = m
-        self.vec = [v0]
-        self.scale = [s0]
+        self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))
+        self.top = direct_top(n_levels, self._use_fft)
+        self._flat, self._sflat = up_direct_levels(np.ascontiguousarray(leaf_logw, dtype=np.float64), pad, self.top)
+        self.vec, self.scale = [], []
+        off = sfo = 0
+        for h in range(self.top + 1):
+            rows, w = pad >> h, (1 << h) + 1
+            self.vec.append(self._flat[off : off + rows * w].reshape(rows, w))
+            self.scale.append(self._sflat[sfo : sfo + rows])
+            off, sfo = off + rows * w, sfo + rows
+        if self.top == n_levels and n_levels:  # the root is a direct level: normalize it to max 1
+            mx = float(self.vec[-1][0].max())
+            self.vec[-1][0] /= mx
+            self.scale[-1][0] += np.log(mx)
         self._fft = {}  # rfft of level h - 1 at length 2^h, reused by the downward pass
         return n, n_levels
+
+    def _down_direct(self, a: np.ndarray, sa: np.ndarray):
+        """Messages into the leaves from the messages ``a`` (rows over counts 0..2^top) and log
+        scales ``sa`` into the nodes of level ``top``: (n, 2) rows and (n,) log scales."""
+        if self.top:
+            a, sa = down_direct_levels(
+                np.ascontiguousarray(a), sa, self._flat, self._sflat, 1 << self.n_levels, self.top
+            )
+        return a[: self.n], sa[: self.n]
 
     def _use_fft(self, width: int) -> bool:
         return METHODS[self.method](width, self.crossover)
@@ -80,9 +100,7 @@ class Balanced:
     def _conv(self, level: np.ndarray, h: int) -> np.ndarray:
         """Convolve rows 2r and 2r + 1 of ``level`` (the messages of height h - 1)."""
         a, b = level[0::2], level[1::2]
-        w = level.shape[1] - 1
-        if not self._use_fft(w + 1):
-            return conv_direct_batch(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        w = level.shape[1] - 1  # above the direct levels: every level is an FFT level
         n = 2 * w
         fl = sfft.rfft(level, n=n, axis=1, workers=_WORKERS)
         self._fft[h] = fl
@@ -107,33 +125,28 @@ class Balanced:
         a = np.zeros((1, (1 << self.n_levels) + 1))
         a[0, : root_out_log.shape[0]] = np.exp(root_out_log - mx)
         sa = np.array([mx])
-        for h in range(self.n_levels, 0, -1):
+        for h in range(self.n_levels, self.top, -1):
             up = self.vec[h - 1]
             w = up.shape[1] - 1
             ul, ur = up[0::2], up[1::2]
-            if not self._use_fft(w + 1):
-                aa = np.concatenate([a, a])
-                x2 = corr_direct_batch(aa, np.concatenate([ur, ul]), w + 1)
-                xl, xr = x2[: a.shape[0]], x2[a.shape[0] :]
-            else:
-                n = 2 * w
-                fa = sfft.rfft(a, n=n, axis=1, workers=_WORKERS)  # entry n aliases; fixed below
-                fu = self._fft.get(h)
-                if fu is None:
-                    fu = sfft.rfft(up, n=n, axis=1, workers=_WORKERS)
-                fl = np.conj(fu[0::2])
-                fl *= fa
-                fr = np.conj(fu[1::2])
-                fr *= fa
-                xl = np.empty((a.shape[0], w + 1))
-                xr = np.empty((a.shape[0], w + 1))
-                xl[:, :w] = sfft.irfft(fr, n=n, axis=1, workers=_WORKERS)[:, :w]
-                xr[:, :w] = sfft.irfft(fl, n=n, axis=1, workers=_WORKERS)[:, :w]
-                tail = a[:, w:]
-                xl[:, w] = np.einsum("ij,ij->i", tail, ur)
-                xr[:, w] = np.einsum("ij,ij->i", tail, ul)
-                _clean(xl)
-                _clean(xr)
+            n = 2 * w
+            fa = sfft.rfft(a, n=n, axis=1, workers=_WORKERS)  # entry n aliases; fixed below
+            fu = self._fft.get(h)
+            if fu is None:
+                fu = sfft.rfft(up, n=n, axis=1, workers=_WORKERS)
+            fl = np.conj(fu[0::2])
+            fl *= fa
+            fr = np.conj(fu[1::2])
+            fr *= fa
+            xl = np.empty((a.shape[0], w + 1))
+            xr = np.empty((a.shape[0], w + 1))
+            xl[:, :w] = sfft.irfft(fr, n=n, axis=1, workers=_WORKERS)[:, :w]
+            xr[:, :w] = sfft.irfft(fl, n=n, axis=1, workers=_WORKERS)[:, :w]
+            tail = a[:, w:]
+            xl[:, w] = np.einsum("ij,ij->i", tail, ur)
+            xr[:, w] = np.einsum("ij,ij->i", tail, ul)
+            _clean(xl)
+            _clean(xr)
             x = np.empty((2 * a.shape[0], w + 1))
             x[0::2] = xl
             x[1::2] = xr
@@ -149,7 +162,7 @@ class Balanced:
                 sa = sc + np.log(mx)
             sa[zero] = -np.inf
             a = x
-        return a[: self.n], sa[: self.n]
+        return self._down_direct(a, sa)
 
     def sample(
         self, root_counts: np.ndarray, state: np.ndarray, block_height: int = 3, alias_height: int = 7

@@ -78,6 +78,19 @@ def clean_normalize_rows(x, noise):
 
 
 @njit
+def shift_rows(a, delta, width):
+    """Rows of ``a`` (R, m) moved to new windows: ``out[r, j] = a[r, delta[r] + j]`` where ``0 <=
+    delta[r] + j < m``, else 0, for ``j < width``; (R, width)."""
+    n_rows, m = a.shape
+    out = np.zeros((n_rows, width))
+    for r in range(n_rows):
+        d = delta[r]
+        for j in range(max(0, -d), min(width, m - d)):
+            out[r, j] = a[r, d + j]
+    return out
+
+
+@njit
 def corr_children_direct(a, up):
     """Downward messages of both children of every parent, interleaved like ``up``.
 

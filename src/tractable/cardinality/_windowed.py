@@ -19,7 +19,7 @@ import scipy.fft as sfft
 
 from ._balanced import _WORKERS, Balanced
 from ._convolve import DEFAULT_CROSSOVER
-from ._kernels import clean_normalize_rows, conv_direct_batch, corr_children_direct
+from ._kernels import clean_normalize_rows, shift_rows
 
 _NOISE = 1e-14
 
@@ -44,23 +44,19 @@ class Windowed(Balanced):
 
     def __init__(self, leaf_logw: np.ndarray, *, method: str = "auto", crossover: int = DEFAULT_CROSSOVER):
         n, n_levels = self._init_leaves(leaf_logw, method, crossover)
-        self.lo = [np.zeros(1 << n_levels, dtype=np.int64)]
-        self.exact = not any(self._use_fft((1 << (h - 1)) + 1) for h in range(1, n_levels + 1))
-        for h in range(1, n_levels + 1):
+        self.lo = [np.zeros((1 << n_levels) >> h, dtype=np.int64) for h in range(self.top + 1)]
+        for h in range(self.top + 1, n_levels + 1):
             a = self.vec[h - 1]
             lo_c = self.lo[h - 1]
             lo = lo_c[0::2] + lo_c[1::2]
-            wc = a.shape[1]
-            if not self._use_fft(wc):
-                x = conv_direct_batch(np.ascontiguousarray(a[0::2]), np.ascontiguousarray(a[1::2]))
-            else:
-                nfft = 2 * (wc - 1)
-                fl = sfft.rfft(a, n=nfft, axis=1, workers=_WORKERS)
-                self._fft[h] = fl
-                x = np.empty((a.shape[0] // 2, nfft + 1))
-                x[:, :nfft] = sfft.irfft(fl[0::2] * fl[1::2], n=nfft, axis=1, workers=_WORKERS)
-                x[:, 0] = a[0::2, 0] * a[1::2, 0]
-                x[:, nfft] = a[0::2, wc - 1] * a[1::2, wc - 1]
+            wc = a.shape[1]  # above the direct levels: every level is an FFT level
+            nfft = 2 * (wc - 1)
+            fl = sfft.rfft(a, n=nfft, axis=1, workers=_WORKERS)
+            self._fft[h] = fl
+            x = np.empty((a.shape[0] // 2, nfft + 1))
+            x[:, :nfft] = sfft.irfft(fl[0::2] * fl[1::2], n=nfft, axis=1, workers=_WORKERS)
+            x[:, 0] = a[0::2, 0] * a[1::2, 0]
+            x[:, nfft] = a[0::2, wc - 1] * a[1::2, wc - 1]
             # structural zeros: counts above a node's number of real leaves
             rows = np.arange(x.shape[0])
             size = np.clip(n - rows * (1 << h), 0, 1 << h)
@@ -68,11 +64,10 @@ class Windowed(Balanced):
             if part.size:
                 cols = lo[part, None] + np.arange(x.shape[1])[None, :]
                 x[part] = np.where(cols > size[part, None], 0.0, x[part])
-            logmax = clean_normalize_rows(x, _NOISE if self._use_fft(wc) else 0.0)
+            logmax = clean_normalize_rows(x, _NOISE)
             if not np.all(logmax > -np.inf):
                 raise ValueError("no configuration has non-zero probability.")
-            if self._use_fft(wc):
-                x, lo = _trim(x, lo)
+            x, lo = _trim(x, lo)
             self.vec.append(x)
             self.lo.append(lo)
             sc = self.scale[h - 1]
@@ -100,42 +95,34 @@ class Windowed(Balanced):
             raise ValueError("no configuration has non-zero probability.")
         a = np.exp(seg - mx)[None, :]
         sa = np.array([mx])
-        for h in range(self.n_levels, 0, -1):
+        for h in range(self.n_levels, self.top, -1):
             up = self.vec[h - 1]
             wc = up.shape[1]
             lo_c = self.lo[h - 1]
             ll, lr = lo_c[0::2], lo_c[1::2]
             # a_shift(m) = a(lo_l + lo_r - lo_a + m), m = 0 .. 2 wc - 2 (zero outside a's window)
             delta = ll + lr - self.lo[h]
-            if a.shape[1] == 2 * wc - 1 and not delta.any():
-                ash = a
-            else:
-                idx = delta[:, None] + np.arange(2 * wc - 1)[None, :]
-                ok = (idx >= 0) & (idx < a.shape[1])
-                ash = np.where(ok, np.take_along_axis(a, np.clip(idx, 0, a.shape[1] - 1), axis=1), 0.0)
-            if not self._use_fft(wc):
-                x = corr_children_direct(np.ascontiguousarray(ash), up)
-            else:
-                ul, ur = up[0::2], up[1::2]
-                nfft = 2 * (wc - 1)
-                fa = sfft.rfft(ash, n=nfft, axis=1, workers=_WORKERS)  # entry nfft aliases: fixed below
-                fu = self._fft.get(h)
-                if fu is None:
-                    fu = sfft.rfft(up, n=nfft, axis=1, workers=_WORKERS)
-                fl = np.conj(fu[0::2])
-                fl *= fa
-                fr = np.conj(fu[1::2])
-                fr *= fa
-                x = np.empty((2 * a.shape[0], wc))
-                x[0::2, : wc - 1] = sfft.irfft(fr, n=nfft, axis=1, workers=_WORKERS)[:, : wc - 1]
-                x[1::2, : wc - 1] = sfft.irfft(fl, n=nfft, axis=1, workers=_WORKERS)[:, : wc - 1]
-                tail = ash[:, wc - 1 :]
-                x[0::2, wc - 1] = np.einsum("ij,ij->i", tail, ur)
-                x[1::2, wc - 1] = np.einsum("ij,ij->i", tail, ul)
+            ash = a if a.shape[1] == 2 * wc - 1 and not delta.any() else shift_rows(a, delta, 2 * wc - 1)
+            ul, ur = up[0::2], up[1::2]
+            nfft = 2 * (wc - 1)
+            fa = sfft.rfft(ash, n=nfft, axis=1, workers=_WORKERS)  # entry nfft aliases: fixed below
+            fu = self._fft.get(h)
+            if fu is None:
+                fu = sfft.rfft(up, n=nfft, axis=1, workers=_WORKERS)
+            fl = np.conj(fu[0::2])
+            fl *= fa
+            fr = np.conj(fu[1::2])
+            fr *= fa
+            x = np.empty((2 * a.shape[0], wc))
+            x[0::2, : wc - 1] = sfft.irfft(fr, n=nfft, axis=1, workers=_WORKERS)[:, : wc - 1]
+            x[1::2, : wc - 1] = sfft.irfft(fl, n=nfft, axis=1, workers=_WORKERS)[:, : wc - 1]
+            tail = ash[:, wc - 1 :]
+            x[0::2, wc - 1] = np.einsum("ij,ij->i", tail, ur)
+            x[1::2, wc - 1] = np.einsum("ij,ij->i", tail, ul)
             sc = np.empty(2 * a.shape[0])
             sup = self.scale[h - 1]
             sc[0::2] = sa + sup[1::2]
             sc[1::2] = sa + sup[0::2]
-            sa = sc + clean_normalize_rows(x, _NOISE if self._use_fft(wc) else 0.0)
+            sa = sc + clean_normalize_rows(x, _NOISE)
             a = x
-        return a[: self.n], sa[: self.n]
+        return self._down_direct(a, sa)

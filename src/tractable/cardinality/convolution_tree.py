@@ -5,16 +5,17 @@ convolution tree of Tarlow et al. (2012), Sec. 5: a balanced binary tree of coun
 ``z_parent = z_left + z_right``, one upward and one downward sum-product pass whose messages are
 1-D convolutions, O(D log^2 D).
 
-Numerics (see ``docs/cardinality.md``). FFT convolution is accurate relative to the largest entry
-of a message only, so the passes run on an *exponentially tilted* model: ``theta - t`` and
-``f(k) + t k`` define exactly the same distribution, and ``t`` is chosen so that the count
-distribution of the tilted leaves is centred where the posterior count mass lies; the entries that
-matter are then close to the maximum of every message. If the posterior count mass lies in
-several places, one tilt per place is used and the results are added in log space. A tilted root
-entry is used where it is at least ``_THRESHOLD`` (1e-13) of the maximum, where its absolute error
-is ~3e-15 of the maximum; outside, log-concavity of the count weights gives a rigorous upper bound,
-and another tilted pass runs while the counts left out could carry more than ``_MASS_TOL``
-(3e-13) of the probability. With direct convolution only (short messages), every entry is exact.
+Numerics (see ``docs/cardinality.md`` and :mod:`._tilted`). FFT convolution is accurate relative to
+the largest entry of a message only, so the passes run on an *exponentially tilted* model (``theta -
+t`` and ``f(k) + t k`` define the same distribution) centred where the posterior count mass lies;
+counts outside a pass's well-resolved window are bounded by log-concavity, and further passes run
+while they could carry more than 3e-13 of the probability. The bottom levels of the tree, below the
+FFT crossover, are direct convolutions in one compiled call per pass (:mod:`._direct_levels`).
+
+A count potential that is affine in the count (``f(k) = a + b k``, ``f = 0`` included) factorizes
+the model: the variables are independent with log-odds ``theta + b`` and the count is
+Poisson-binomial. :func:`marginals` recognises it (up to the rounding of ``a + b k``) and runs the
+upward pass only, centred by the tilt ``-b``, for the count marginals and ``log Z``.
 
 Validation and computation are apart. Each public function checks its arguments once
 (``_validate_marginals_args(theta, f)`` and ``_validate_options(method, crossover)``), then calls a
@@ -31,30 +32,16 @@ import os
 import time
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import expit
 
-from .._logspace import logsumexp
 from .._random import streams
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
 from .._validate import as_float_array, check_int, check_options, check_rng, resolve_method
-from ._balanced import Balanced
 from ._convolve import DEFAULT_CROSSOVER, METHODS
 from ._result import CardinalityMarginals, exact_result
+from ._tilted import _affine_slope, _locate
 from ._tree import NO_CONFIGURATION
-from ._windowed import Windowed
 
 __all__ = ["log_partition", "map_assignment", "marginals", "sample"]
-
-_THRESHOLD = 1e-13  # a tilted root entry >= this (relative to the max) is resolved (to ~3%)
-_EXACT_THRESHOLD = 1e-290  # the same with direct convolution only (exact; just above underflow)
-_INNER = 1e-9  # entries above this are accurate to ~3e-6 relative
-_STITCH = 1e-3  # overlaps used to align two passes must be this well resolved in both (~3e-12)
-_NEGLIGIBLE = 50.0  # counts whose mass is below exp(-50 - log(D + 1)) * Z are dropped
-_MAX_PASSES = 64
-_MASS_TOL = 3e-13  # counts left unresolved may carry at most this probability in total
-_FFT_EPS = 3e-15  # relative error of FFT convolution at the maximum of a message, a few levels deep
-_COUNT_TOL = 1e-13  # target absolute accuracy of the count marginals
 
 
 #: Peak memory of each public function per variable, in bytes, measured as the growth of ``ru_maxrss`` in
@@ -159,229 +146,23 @@ class _Clamped:
         return out
 
 
-def _tilt_for(theta: np.ndarray, k: int, guess: float | None = None) -> float:
-    """Tilt t with sum_d sigmoid(theta_d - t) = k (the tilted count distribution has mode k).
-
-    Newton steps from a rough start (the function is monotone in t), with ``brentq`` as the
-    fallback.
-    """
-    n = theta.shape[0]
-    if k <= 0:
-        return float(theta.max()) + 40.0
-    if k >= n:
-        return float(theta.min()) - 40.0
-    lo, hi = float(theta.min()) - 40.0, float(theta.max()) + 40.0
-    t = float(np.mean(theta) - np.log(k / (n - k))) if guess is None else min(max(guess, lo), hi)
-    for _ in range(25):
-        p = expit(theta - t)
-        g = p.sum() - k
-        if abs(g) < 1e-9 * max(1.0, k):
-            return t
-        dg = np.dot(p, 1.0 - p)
-        if not dg > 1e-12:
-            break
-        t = min(max(t + g / dg, lo), hi)
-    return brentq(lambda t: expit(theta - t).sum() - k, lo, hi, xtol=1e-12, rtol=1e-15)
-
-
-def _initial_target(theta: np.ndarray, f: np.ndarray):
-    """Approximate mode of the posterior count, from a saddle-point approximation of log W(k).
-
-    ``W(k) = sum_{|y|=k} exp(theta . y)``; with ``K(t) = sum_d log(1 + exp(theta_d - t))`` and the
-    tilted mean ``m(t)`` and variance ``v(t)``, ``log W(m(t)) ~ K(t) + t m(t) - log(2 pi v(t)) / 2``.
-    ``theta`` is binned (at most 256 bins), so this costs O(D) plus a small grid; it only picks where
-    the first tilted pass is centred, and exactness does not depend on it.
-    """
-    n = theta.shape[0]
-    lo, hi = float(theta.min()), float(theta.max())
-    if hi - lo < 1e-12:
-        vals, counts = np.array([lo]), np.array([n])
-    else:
-        counts, edges = np.histogram(theta, bins=min(256, n))
-        vals = 0.5 * (edges[1:] + edges[:-1])
-        keep = counts > 0
-        vals, counts = vals[keep], counts[keep]
-    ks = np.arange(n + 1)
-    n_grid = 128 if n > 256 else 48
-    ts = np.linspace(lo - 12.0, hi + 12.0, n_grid)
-    target, guess = int(np.argmax(f)), None
-    for _ in range(3):  # zoom in around the best tilt: the approximation is interpolated in t
-        z = vals[None, :] - ts[:, None]
-        p = expit(z)
-        m = p @ counts
-        v = (p * (1 - p)) @ counts
-        k_t = np.logaddexp(0.0, z) @ counts
-        logw = k_t + ts * m - 0.5 * np.log(2 * np.pi * np.maximum(v, 1e-300))
-        order = np.argsort(m)
-        approx = np.interp(ks, m[order], logw[order])
-        inside = (ks >= m.min() - 1) & (ks <= m.max() + 1) & (f > -np.inf)
-        if not inside.any():
-            break
-        with np.errstate(invalid="ignore"):
-            score = np.where(inside, f + approx, -np.inf)
-        target = int(np.argmax(score))
-        i = int(np.argmin(np.abs(m - target)))
-        guess = float(np.interp(target, m[order], ts[order]))
-        ts = np.linspace(ts[max(i - 2, 0)], ts[min(i + 2, ts.shape[0] - 1)], n_grid // 2)
-    return target, guess
-
-
-class _Pass:
-    """One tilted upward pass: its tilt, resolved window and root log count weights."""
-
-    def __init__(self, theta, tilt, method, crossover, target=None, dense=False):
-        self.tilt = tilt
-        self.target = target
-        logw = np.zeros((theta.shape[0], 2))
-        logw[:, 1] = theta - tilt
-        kind = Balanced if dense else Windowed
-        self.up = kind(logw, method=method, crossover=crossover)
-        n = theta.shape[0]
-        r = self.up.root
-        self.r = r
-        s = self.up.root_scale
-        ks = np.arange(n + 1)
-        # with direct convolution only, every entry is exact relative to itself: all resolved
-        self.thr = _EXACT_THRESHOLD if self.up.exact else _THRESHOLD
-        thr_hi = 1.5 * self.thr
-        res = np.nonzero(r >= self.thr)[0]
-        self.a, self.b = int(res[0]), int(res[-1])
-        # log sum_{|y|=k} exp(theta . y) = rel[k] + const: the large constant is kept apart so
-        # that differences between counts are not rounded to the size of the constant
-        c = int(np.argmax(r)) if target is None else target
-        self.const = s + tilt * c
-        with np.errstate(divide="ignore"):
-            self.rel = np.log(r) + tilt * (ks - c)
-        # upper bound outside the window from log-concavity of the count weights: every slope
-        # beyond the edge is at most the chord slope from an accurately resolved inner point
-        # (r >= _INNER) to the edge, and at most the step down to the unresolved neighbour
-        with np.errstate(divide="ignore"):
-            lr = np.log(r)
-            # relative error of a resolved entry
-            noise = (0.0 if self.up.exact else _FFT_EPS) / np.maximum(r, 1e-300)
-        inner = np.nonzero(r >= _INNER)[0]
-        slope_r = np.log(thr_hi) - lr[self.b]
-        slope_l = np.log(thr_hi) - lr[self.a]
-        if inner.size and inner[-1] < self.b:
-            j = inner[-1]
-            slope_r = min(slope_r, (lr[self.b] - lr[j] + 2 * (noise[self.b] + noise[j])) / (self.b - j))
-        if inner.size and inner[0] > self.a:
-            j = inner[0]
-            slope_l = min(slope_l, (lr[self.a] - lr[j] + 2 * (noise[self.a] + noise[j])) / (j - self.a))
-        with np.errstate(invalid="ignore"):
-            top = lr + np.log1p(2 * noise)
-        bound = top + tilt * (ks - c)
-        right = ks > self.b
-        bound[right] = top[self.b] + (ks[right] - self.b) * slope_r + tilt * (ks[right] - c)
-        left = ks < self.a
-        bound[left] = top[self.a] + (self.a - ks[left]) * slope_l + tilt * (ks[left] - c)
-        self.bound = bound + self.const
-
-
-def _locate(prob: _Clamped, method: str, crossover: int, dense: bool = False):
-    """Run tilted upward passes until every count that could matter is resolved.
-
-    Returns (passes, log P(count = k) (n+1,), owner pass of each count or -1, log Z).
-    """
-    theta, f = prob.theta_free, prob.f_eff
-    n = theta.shape[0]
-    passes: list[_Pass] = []
-    best_r = np.zeros(n + 1)
-    owner = np.full(n + 1, -1)
-    target, guess = _initial_target(theta, f)
-    tilt = _tilt_for(theta, target, guess)
-    neg = _NEGLIGIBLE + np.log(n + 1.0)
-    for _ in range(_MAX_PASSES):
-        p = _Pass(theta, tilt, method, crossover, target, dense)
-        passes.append(p)
-        better = (p.r >= p.thr) & (p.r > best_r)
-        best_r[better] = p.r[better]
-        owner[better] = len(passes) - 1
-        upper = np.min([q.bound for q in passes], axis=0)
-        logz, rel = _log_partition_known(passes, owner, f)
-        cand = (owner < 0) & (f > -np.inf) & (f + upper > logz - neg)
-        with np.errstate(over="ignore", invalid="ignore"):
-            left_out = np.exp(np.where(cand, f + upper - logz, -np.inf))
-        if left_out.sum() > _MASS_TOL or not logz > -np.inf:
-            target = _next_target(cand, f + upper, rel, passes)
-        else:
-            # all counts that matter are resolved; re-centre once more where a count with large
-            # probability sits far below its pass's maximum (FFT error ~ 1e-15 / r relative)
-            with np.errstate(over="ignore"):
-                err = np.exp(rel) * _FFT_EPS / np.maximum(best_r, _THRESHOLD)
-            target = int(np.argmax(err))
-            if err[target] <= _COUNT_TOL or p.up.exact or any(q.target == target for q in passes):
-                break
-        tilt = _tilt_for(theta, target)
-    return passes, rel, owner, logz
-
-
-def _pass_offsets(passes, ref: int) -> np.ndarray:
-    """Offsets ``const_j - const_ref`` of every pass, stitched through overlapping windows.
-
-    Two passes that both resolve a count k satisfy ``rel_i(k) + const_i = rel_j(k) + const_j``;
-    where both are well resolved, the count where both are largest gives the difference of the two
-    large log scales to ~1e-12, better than subtracting them (each carries the rounding of a long
-    sum, ~1e-11); otherwise the difference of the scales is used.
-    """
-    off = np.array([q.const - passes[ref].const for q in passes])
-    done = {ref}
-    while True:  # widest-overlap-first (a maximum bottleneck spanning tree)
-        best = (_STITCH, -1, -1, -1)
-        for i in done:
-            for j in range(len(passes)):
-                if j in done:
-                    continue
-                both = np.minimum(passes[i].r, passes[j].r)
-                k = int(np.argmax(both))
-                if both[k] >= best[0]:
-                    best = (both[k], i, j, k)
-        _, i, j, k = best
-        if j < 0:
-            return off
-        off[j] = passes[i].rel[k] + off[i] - passes[j].rel[k]
-        done.add(j)
-
-
-def _next_target(cand, upper_score, logpi, passes) -> int:
-    """Count at which to centre the next tilted pass.
-
-    The count weights are log-concave, so the mass that is still unresolved lies next to the
-    resolved region: the next window is placed just beyond the nearest unresolved candidate on the
-    side whose bounded mass is larger, overlapping the current windows.
-    """
-    idx = np.nonzero(cand)[0]
-    if not np.any(logpi > -np.inf):
-        return int(idx[np.argmax(upper_score[idx])])
-    mode = int(np.argmax(logpi))
-    half = max(1, (passes[-1].b - passes[-1].a) // 2)
-    below, above = idx[idx < mode], idx[idx > mode]
-    mass_below = np.logaddexp.reduce(upper_score[below]) if below.size else -np.inf
-    mass_above = np.logaddexp.reduce(upper_score[above]) if above.size else -np.inf
-    if mass_above >= mass_below:
-        return int(min(above[0] + int(0.8 * half), above[-1]))
-    return int(max(below[-1] - int(0.8 * half), below[0]))
-
-
-def _log_partition_known(passes, owner, f):
-    """log Z over the resolved counts and log P(count = k) (``-inf`` where unresolved)."""
-    ref = int(owner[owner >= 0][0]) if np.any(owner >= 0) else 0
-    off = _pass_offsets(passes, ref) if len(passes) > 1 else np.zeros(1)
-    rel = np.full(f.shape[0], -np.inf)
-    for i in np.unique(owner[owner >= 0]):
-        sel = owner == i
-        rel[sel] = f[sel] + passes[i].rel[sel] + off[i]
-    if not np.any(rel > -np.inf):
-        return -np.inf, rel
-    lse = logsumexp(rel)
-    return passes[ref].const + lse, rel - lse
-
-
-def _marginals_core(theta: np.ndarray, f: np.ndarray, method: str = "auto", crossover: int = DEFAULT_CROSSOVER):
+def _marginals_core(
+    theta: np.ndarray,
+    f: np.ndarray,
+    method: str = "auto",
+    crossover: int = DEFAULT_CROSSOVER,
+    *,
+    affine_shortcut: bool = True,
+):
     """The computation of :func:`marginals` on trusted input: no checks, no copy of the input.
 
     Internal callers (e.g. belief propagation, which calls it once per factor and iteration with
     the incoming messages as ``theta``) call this directly.
+
+    When ``f`` is affine in the count (``f = 0`` included; ``_tilted._affine_slope``) the model
+    factorizes: the log-odds are ``theta + b`` exactly, and only the count marginals and ``log Z``
+    need the tree (upward passes, no downward pass). ``affine_shortcut=False`` forces the general
+    path (for benchmarks and tests that compare the two).
 
     Parameters
     ----------
@@ -393,6 +174,8 @@ def _marginals_core(theta: np.ndarray, f: np.ndarray, method: str = "auto", cros
         A key of :data:`METHODS`.
     crossover : int
         Message length up to which ``"auto"`` convolves directly (>= 1).
+    affine_shortcut : bool
+        Use the factorization when ``f`` is affine (default); False forces the general path.
 
     Returns
     -------
@@ -413,15 +196,37 @@ def _marginals_core(theta: np.ndarray, f: np.ndarray, method: str = "auto", cros
     prob = _Clamped(theta, f)
     if prob.n_free == 0:
         return theta.copy(), prob.full_count(np.ones(1)), float(prob.f_eff[0]), 0
-    passes, logpi, owner, logz = _locate(prob, method, crossover)
+    slope = _affine_slope(prob.f_eff) if affine_shortcut else None
+    passes, logpi, owner, logz = _locate(prob, method, crossover, slope=slope)
+    pi = np.exp(logpi)
+    if slope is not None:
+        log1 = prob.theta_free + slope
+    else:
+        log1 = _log_odds_downward(prob, passes, logpi, owner)
+    if prob.n_free == prob.n_vars:
+        log_odds = log1
+    else:
+        log_odds = theta.copy()  # clamped variables keep their ±inf
+        log_odds[prob.free] = log1
+    return log_odds, prob.full_count(pi), float(logz), len(passes)
+
+
+def _log_odds_downward(prob: _Clamped, passes: list, logpi: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Log-odds of the free variables (n_free,) by one downward pass per pass that owns counts:
+    the message into the root is ``f`` (tilted) on the counts that pass resolves."""
     f_eff = prob.f_eff
     n = prob.n_free
     sig = logpi > -np.inf
-    pi = np.exp(logpi)
     log1 = np.full(n, -np.inf)
     log0 = np.full(n, -np.inf)
     ks = np.arange(n + 1)
-    for i in np.unique(owner[sig]):
+    owners = np.unique(owner[sig])
+    if owners.shape[0] == 1:  # one pass owns every count that matters: the leaf scales cancel
+        p = passes[int(owners[0])]
+        vec, _ = p.up.downward(np.where(sig, f_eff + p.tilt * ks, -np.inf))
+        with np.errstate(divide="ignore"):
+            return np.log(vec[:, 1] / vec[:, 0]) + (prob.theta_free - p.tilt)
+    for i in owners:
         p = passes[i]
         root_out = np.where(sig & (owner == i), f_eff + p.tilt * ks, -np.inf)
         vec, scale = p.up.downward(root_out)
@@ -432,12 +237,7 @@ def _marginals_core(theta: np.ndarray, f: np.ndarray, method: str = "auto", cros
         if i != len(passes) - 1:
             p.up = None  # free memory early
     log1 -= log0
-    if n == prob.n_vars:
-        log_odds = log1
-    else:
-        log_odds = theta.copy()  # clamped variables keep their ±inf
-        log_odds[prob.free] = log1
-    return log_odds, prob.full_count(pi), float(logz), len(passes)
+    return log1
 
 
 def marginals(theta, f, *, method: str = "auto", crossover: int | None = None) -> CardinalityMarginals:
@@ -514,7 +314,7 @@ def _log_partition_core(
     prob = _Clamped(theta, f)
     if prob.n_free == 0:
         return float(prob.f_eff[0])
-    return float(_locate(prob, method, crossover)[3])
+    return float(_locate(prob, method, crossover, slope=_affine_slope(prob.f_eff))[3])
 
 
 def log_partition(theta, f, *, method: str = "auto", crossover: int | None = None) -> float:
@@ -575,7 +375,7 @@ def sample(theta, f, *, size: int = 1, rng=None, method: str = "auto", crossover
         out = np.zeros((size, prob.n_vars), dtype=np.uint8)
         out[:, prob.on] = 1
         return out
-    passes, logpi, owner, logz = _locate(prob, method, crossover, dense=True)
+    passes, logpi, owner, logz = _locate(prob, method, crossover, dense=True, slope=_affine_slope(prob.f_eff))
     pi = np.exp(logpi)
     cdf = np.cumsum(pi)
     counts = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
