@@ -21,8 +21,11 @@ __all__ = [
     "alpha_pass_labels",
     "clique_value",
     "expansion_move",
+    "expansion_search",
     "icm_sweep",
+    "pair_pass_labels",
     "subset_pass_labels",
+    "sum_score",
     "sweep_majority",
     "sweep_values",
 ]
@@ -56,6 +59,20 @@ def clique_value(c, kind, table, W):
     s = 0.0
     for y in range(m):
         s += W[a, y] * c[y]
+    return s
+
+
+@njit
+def sum_score(phi, labels, table):
+    """Score ``sum_u phi[u, y_u] + sum_y table[y, n_y]`` of a labelling under a SUM potential."""
+    n, m = phi.shape
+    c = np.zeros(m, dtype=np.int64)
+    s = 0.0
+    for u in range(n):
+        s += phi[u, labels[u]]
+        c[labels[u]] += 1
+    for y in range(m):
+        s += table[y, c[y]]
     return s
 
 
@@ -163,6 +180,27 @@ def icm_sweep(phi, labels, counts, order, kind, table, W, tol):
         cur = labels[u]
         counts[cur] -= 1
         best = cur
+        if kind == KIND_SUM:
+            # O(m) per node: the potential without u, then one term changes per candidate label
+            fin0, ninf0 = _sum_terms(counts, table)
+            fin, ninf = _sum_shift(fin0, ninf0, table, cur, counts[cur], counts[cur] + 1)
+            cur_val = phi[u, cur] + (-np.inf if ninf > 0 else fin)
+            best_val = cur_val
+            for y in range(m):
+                if y == cur:
+                    continue
+                fin, ninf = _sum_shift(fin0, ninf0, table, y, counts[y], counts[y] + 1)
+                v = phi[u, y] + (-np.inf if ninf > 0 else fin)
+                if v > best_val:
+                    best_val = v
+                    best = y
+            if best != cur and best_val > cur_val + tol:
+                labels[u] = best
+                counts[best] += 1
+                changed += 1
+            else:
+                counts[cur] += 1
+            continue
         counts[cur] += 1
         cur_val = phi[u, cur] + clique_value(counts, kind, table, W)
         counts[cur] -= 1
@@ -196,6 +234,194 @@ def _move_key(a, b):
 
 
 @njit
+def _all_finite(phi, table):
+    """Whether ``phi`` and ``table`` have no ``-inf`` (then expansion moves may be pruned)."""
+    for x in phi.ravel():
+        if not np.isfinite(x):
+            return False
+    for x in table.ravel():
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+@njit
+def _prune_caps(phi, labels, counts, alpha, table, tol, nodes, start, keys, cap, N):
+    """Shrink ``cap`` (the most nodes per label an optimal expansion move can switch); returns its sum.
+
+    In an optimal move that switches the top ``j`` nodes of label ``i``, dropping the ``j``-th one
+    must not help: ``key_j + f_i(n_i - j) - f_i(n_i - j + 1) + F(k) - F(k - 1) >= 0``, with
+    ``F(k) = table[alpha, n_alpha + k]`` and ``k`` the move's size. If every move has ``k <= K``, the
+    last term is at most ``sigma(K)``, the largest increment of ``F`` up to ``K``; so ``j`` is at most
+    the last ``j`` that passes the test with ``sigma(K)``, and summing these caps gives a smaller
+    ``K``. Iterated to a fixed point, this removes only moves that are not optimal. Finite ``phi`` and
+    ``table`` only (the caller's ``prune`` flag).
+    """
+    m = phi.shape[1]
+    ca = counts[alpha]
+    K = N
+    while True:
+        sig = -np.inf
+        for k in range(1, K + 1):
+            d = table[alpha, ca + k] - table[alpha, ca + k - 1]
+            if d > sig:
+                sig = d
+        newK = 0
+        for i in range(m):
+            if i == alpha:
+                continue
+            ni = counts[i]
+            s0 = start[i]
+            last = 0
+            for j in range(1, cap[i] + 1):
+                u = nodes[s0 + j - 1]
+                if -keys[u] + (table[i, ni - j] - table[i, ni - j + 1]) + sig > -tol:
+                    last = j
+            cap[i] = last
+            newK += last
+        if newK >= K:
+            return K
+        K = newK
+
+
+@njit
+def _expansion_step(
+    phi, labels, counts, alpha, table, tol, prune, nodes, start, keys, cap, gkeys, order, buf, D, newD, choice, g
+):
+    """One optimal alpha-expansion move, in place on ``labels`` and ``counts``; True when it moved.
+
+    ``prune`` (finite ``phi`` and ``table`` only) bounds each label's share of the move first
+    (:func:`_prune_caps`). The work arrays (``nodes``/``buf`` (n,) int64, ``order`` (2n,) int64,
+    ``start``/``cap`` (m+1,) int64, ``keys``/``gkeys`` (n,), ``D``/``newD``/``g`` (n+1,), ``choice``
+    (m, n+1)) are the caller's, so that a whole search allocates them once.
+    """
+    n, m = phi.shape
+    # nodes grouped by label (by index), then each group sorted by decreasing move key, ties by node
+    # index: a stable insertion sort per group, cheaper than one sort of all n for these small groups
+    start[0] = 0
+    for y in range(m):
+        start[y + 1] = start[y] + counts[y]
+    for y in range(m):
+        choice[y, 0] = start[y]  # fill pointers, overwritten by the DP below
+    for u in range(n):
+        y = labels[u]
+        keys[u] = 0.0 if y == alpha else -_move_key(phi[u, alpha], phi[u, y])
+        nodes[choice[y, 0]] = u
+        choice[y, 0] += 1
+    for y in range(m):
+        if y == alpha:
+            continue
+        lo = start[y]
+        hi = start[y + 1]
+        if hi - lo > 32:  # a merge sort of the group's keys
+            for t in range(hi - lo):
+                gkeys[t] = keys[nodes[lo + t]]
+                buf[t] = nodes[lo + t]
+            _argsort_stable(gkeys, hi - lo, order, order[hi - lo :])
+            for t in range(hi - lo):
+                nodes[lo + t] = buf[order[t]]
+            continue
+        for t in range(lo + 1, hi):
+            v = nodes[t]
+            kv = keys[v]
+            j = t - 1
+            while j >= lo and keys[nodes[j]] > kv:
+                nodes[j + 1] = nodes[j]
+                j -= 1
+            nodes[j + 1] = v
+    # cap[i]: most nodes of label i that an optimal move can switch (all of them unless pruned)
+    N = 0
+    for i in range(m):
+        cap[i] = 0 if i == alpha else counts[i]
+        N += cap[i]
+    if prune:
+        N = _prune_caps(phi, labels, counts, alpha, table, tol, nodes, start, keys, cap, N)
+    for k in range(N + 1):
+        D[k] = -np.inf
+    D[0] = 0.0
+    total = 0
+    const = 0.0  # the value of the labels that keep all their nodes (cap 0), added at the end
+    for i in range(m):
+        if i == alpha:
+            continue
+        ni = counts[i]
+        nj = cap[i]
+        s0 = start[i]
+        # g[j]: label i keeps its last ni - j nodes, its top j go to alpha
+        keep = 0.0
+        for t in range(ni):
+            keep += phi[nodes[s0 + t], i]
+        if nj == 0:
+            const += table[i, ni] + keep
+            continue
+        acc_alpha = 0.0
+        acc_keep = keep
+        for j in range(nj + 1):
+            if j > 0:
+                u = nodes[s0 + j - 1]
+                acc_alpha += phi[u, alpha]
+                # recompute the kept sum when -inf makes subtraction unsafe
+                if acc_keep == -np.inf:
+                    acc_keep = 0.0
+                    for t in range(j, ni):
+                        acc_keep += phi[nodes[s0 + t], i]
+                else:
+                    acc_keep -= phi[u, i]
+            g[j] = table[i, ni - j] + acc_alpha + acc_keep
+        for k in range(total + nj + 1):
+            best = -np.inf
+            bj = 0
+            lo = k - total
+            if lo < 0:
+                lo = 0
+            hi = nj if nj < k else k
+            for j in range(lo, hi + 1):
+                d = D[k - j]
+                gj = g[j]
+                if d == -np.inf or gj == -np.inf:
+                    continue
+                v = d + gj
+                if v > best:
+                    best = v
+                    bj = j
+            newD[k] = best
+            choice[i, k] = bj
+        for k in range(total + nj + 1):
+            D[k] = newD[k]
+        total += nj
+    base_alpha = 0.0
+    cur = 0.0
+    for u in range(n):
+        cur += phi[u, labels[u]]
+        if labels[u] == alpha:
+            base_alpha += phi[u, alpha]
+    for y in range(m):
+        cur += table[y, counts[y]]
+    best_k = 0
+    best_v = -np.inf
+    for k in range(N + 1):
+        if D[k] == -np.inf:
+            continue
+        v = D[k] + table[alpha, k + counts[alpha]] + base_alpha + const
+        if v > best_v:
+            best_v = v
+            best_k = k
+    if best_v == -np.inf or best_k == 0 or not best_v > cur + tol:
+        return False
+    k = best_k
+    for i in range(m - 1, -1, -1):
+        if i == alpha or cap[i] == 0:
+            continue
+        j = choice[i, k]
+        for t in range(j):
+            labels[nodes[start[i] + t]] = alpha
+        counts[i] -= j
+        counts[alpha] += j
+        k -= j
+    return True
+
+
+@njit
 def expansion_move(phi, labels, alpha, table, tol):
     """Optimal alpha-expansion move for a SUM potential by the dynamic program of Sec. 3.2.1 of [1].
 
@@ -210,102 +436,97 @@ def expansion_move(phi, labels, alpha, table, tol):
     counts = np.zeros(m, dtype=np.int64)
     for u in range(n):
         counts[labels[u]] += 1
-    # nodes grouped by label, each group sorted by decreasing move key
-    start = np.zeros(m + 1, dtype=np.int64)
-    for y in range(m):
-        start[y + 1] = start[y] + counts[y]
-    fill = start[:m].copy()
-    nodes = np.empty(n, dtype=np.int64)
-    for u in range(n):
-        y = labels[u]
-        nodes[fill[y]] = u
-        fill[y] += 1
-    for y in range(m):
-        if y == alpha or counts[y] < 2:
-            continue
-        grp = nodes[start[y] : start[y + 1]].copy()
-        keys = np.empty(grp.shape[0])
-        for t in range(grp.shape[0]):
-            keys[t] = -_move_key(phi[grp[t], alpha], phi[grp[t], y])
-        srt = np.argsort(keys, kind="mergesort")
-        for t in range(grp.shape[0]):
-            nodes[start[y] + t] = grp[srt[t]]
-    N = n - counts[alpha]
-    D = np.full(N + 1, -np.inf)
-    D[0] = 0.0
-    choice = np.zeros((m, N + 1), dtype=np.int64)
-    total = 0
-    g = np.empty(n + 1)
-    for i in range(m):
-        if i == alpha:
-            continue
-        ni = counts[i]
-        s0 = start[i]
-        # g[j]: label i keeps its last ni - j nodes, its top j go to alpha
-        keep = 0.0
-        for t in range(ni):
-            keep += phi[nodes[s0 + t], i]
-        acc_alpha = 0.0
-        acc_keep = keep
-        for j in range(ni + 1):
-            if j > 0:
-                u = nodes[s0 + j - 1]
-                acc_alpha += phi[u, alpha]
-                # recompute the kept sum when -inf makes subtraction unsafe
-                if acc_keep == -np.inf:
-                    acc_keep = 0.0
-                    for t in range(j, ni):
-                        acc_keep += phi[nodes[s0 + t], i]
-                else:
-                    acc_keep -= phi[u, i]
-            g[j] = table[i, ni - j] + acc_alpha + acc_keep
-        newD = np.full(N + 1, -np.inf)
-        for k in range(total + ni + 1):
-            lo = k - total
-            if lo < 0:
-                lo = 0
-            hi = ni if ni < k else k
-            for j in range(lo, hi + 1):
-                d = D[k - j]
-                if d == -np.inf or g[j] == -np.inf:
-                    continue
-                v = d + g[j]
-                if v > newD[k]:
-                    newD[k] = v
-                    choice[i, k] = j
-        D = newD
-        total += ni
-    base_alpha = 0.0
-    for u in range(n):
-        if labels[u] == alpha:
-            base_alpha += phi[u, alpha]
-    best_k = 0
-    best_v = -np.inf
-    for k in range(N + 1):
-        if D[k] == -np.inf:
-            continue
-        v = D[k] + table[alpha, k + counts[alpha]] + base_alpha
-        if v > best_v:
-            best_v = v
-            best_k = k
-    # value of the current labelling (no node moved)
-    cur = 0.0
-    for u in range(n):
-        cur += phi[u, labels[u]]
-    for y in range(m):
-        cur += table[y, counts[y]]
-    if best_v == -np.inf or best_k == 0 or not best_v > cur + tol:
-        return labels, False
     out = labels.copy()
-    k = best_k
-    for i in range(m - 1, -1, -1):
-        if i == alpha:
-            continue
-        j = choice[i, k]
-        for t in range(j):
-            out[nodes[start[i] + t]] = alpha
-        k -= j
-    return out, True
+    moved = _expansion_step(
+        phi,
+        out,
+        counts,
+        alpha,
+        table,
+        tol,
+        _all_finite(phi, table),
+        np.empty(n, dtype=np.int64),
+        np.empty(m + 1, dtype=np.int64),
+        np.empty(n),
+        np.empty(m + 1, dtype=np.int64),
+        np.empty(n),
+        np.empty(2 * n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n + 1),
+        np.empty(n + 1),
+        np.empty((m, n + 1), dtype=np.int64),
+        np.empty(n + 1),
+    )
+    return (out, True) if moved else (labels, False)
+
+
+@njit
+def _same(a, b):
+    for u in range(a.shape[0]):
+        if a[u] != b[u]:
+            return False
+    return True
+
+
+@njit
+def expansion_search(phi, labels, table, tol, max_iter, known):
+    """alpha-expansion moves over the labels in turn, in place on ``labels``; returns ``(rounds, converged)``.
+
+    A round tries ``alpha = 0, ..., m-1``. The search stops, converged, as soon as ``m`` moves in a
+    row have failed (every label's move was tried on the current labelling), so the last round is
+    usually cut short; else after ``max_iter`` rounds. ``known`` (n,) is a labelling already shown to
+    be a local optimum (every move fails on it), or an empty array: the search also stops, converged,
+    when it starts or a move lands on it, since every further move would fail.
+    """
+    n, m = phi.shape
+    counts = np.zeros(m, dtype=np.int64)
+    for u in range(n):
+        counts[labels[u]] += 1
+    nodes = np.empty(n, dtype=np.int64)
+    start = np.empty(m + 1, dtype=np.int64)
+    keys = np.empty(n)
+    cap = np.empty(m + 1, dtype=np.int64)
+    gkeys = np.empty(n)
+    order = np.empty(2 * n, dtype=np.int64)
+    buf = np.empty(n, dtype=np.int64)
+    D = np.empty(n + 1)
+    newD = np.empty(n + 1)
+    choice = np.empty((m, n + 1), dtype=np.int64)
+    g = np.empty(n + 1)
+    prune = _all_finite(phi, table)
+    if known.shape[0] == n and _same(labels, known):
+        return 1, True
+    failed = 0  # moves in a row that changed nothing
+    for r in range(1, max_iter + 1):
+        for alpha in range(m):
+            if _expansion_step(
+                phi,
+                labels,
+                counts,
+                alpha,
+                table,
+                tol,
+                prune,
+                nodes,
+                start,
+                keys,
+                cap,
+                gkeys,
+                order,
+                buf,
+                D,
+                newD,
+                choice,
+                g,
+            ):
+                failed = 0
+                if known.shape[0] == n and _same(labels, known):
+                    return r, True
+            else:
+                failed += 1
+                if failed >= m:
+                    return r, True
+    return max_iter, False
 
 
 @njit
@@ -333,6 +554,8 @@ def alpha_pass_labels(phi, kind, table, W):
     inv = np.empty(n)
     outv = np.empty(n)
     keys = np.empty(n)
+    order = np.empty(n, dtype=np.int64)
+    buf = np.empty(n, dtype=np.int64)
     suf = np.empty(n + 1)
     c = np.empty(m, dtype=np.int64)
     best_v = -np.inf
@@ -346,7 +569,7 @@ def alpha_pass_labels(phi, kind, table, W):
             inv[u] = phi[u, alpha]
             outv[u] = phi[u, o]
             keys[u] = -_move_key(inv[u], outv[u])
-        order = np.argsort(keys, kind="mergesort")
+        _argsort_stable(keys, n, order, buf)
         suf[n] = 0.0
         for t in range(n - 1, -1, -1):
             suf[t] = suf[t + 1] + outv[order[t]]
@@ -381,10 +604,30 @@ def alpha_pass_labels(phi, kind, table, W):
         o = b2[u] if b1[u] == alpha else b1[u]
         labels[u] = o
         keys[u] = -_move_key(phi[u, alpha], phi[u, o])
-    order = np.argsort(keys, kind="mergesort")
+    _argsort_stable(keys, n, order, buf)
     for t in range(best_k):
         labels[order[t]] = alpha
     return labels
+
+
+@njit
+def _top_labels(phi, r):
+    """Each node's ``r`` best labels (n, r), by decreasing ``phi``, ties by lower label (a stable order)."""
+    n, m = phi.shape
+    top = np.empty((n, r), dtype=np.int64)
+    for u in range(n):
+        for t in range(r):
+            b = -1
+            for y in range(m):
+                taken = False
+                for q in range(t):
+                    if top[u, q] == y:
+                        taken = True
+                        break
+                if not taken and (b < 0 or phi[u, y] > phi[u, b]):
+                    b = y
+            top[u, t] = b
+    return top
 
 
 @njit
@@ -393,16 +636,22 @@ def subset_pass_labels(phi, S, kind, table, W):
 
     For subset ``A``, a node's in-label is its best label in ``A`` and its out-label its best label
     outside ``A``; the sweep is that of :func:`alpha_pass_labels` with in-labels in place of alpha.
-    Same candidates and tie-breaking as the array version in ``alpha_pass.py``. O(P n (m + log n)).
+    Same candidates and tie-breaking as the array version in ``alpha_pass.py``. The out-label is the
+    first label outside ``A`` in the node's ``s + 1`` best labels (computed once), so a subset costs
+    ``O(n (s + log n))``; in all O(n m s + P n (s + log n)).
     """
     n, m = phi.shape
     P, s = S.shape
+    top = _top_labels(phi, s + 1 if s + 1 < m else m)
+    r = top.shape[1]
     member = np.zeros(m + 1, dtype=np.bool_)
     in_lab = np.empty(n, dtype=np.int64)
     out_lab = np.empty(n, dtype=np.int64)
     inv = np.empty(n)
     outv = np.empty(n)
     keys = np.empty(n)
+    order = np.empty(n, dtype=np.int64)
+    buf = np.empty(n, dtype=np.int64)
     suf = np.empty(n + 1)
     c = np.empty(m, dtype=np.int64)
     best_v = -np.inf
@@ -415,13 +664,15 @@ def subset_pass_labels(phi, S, kind, table, W):
             member[S[q, j]] = True
         for u in range(n):
             bi = -1
+            for j in range(s):
+                y = S[q, j]
+                if y < m and (bi < 0 or phi[u, y] > phi[u, bi]):
+                    bi = y
             bo = -1
-            for y in range(m):
-                if member[y]:
-                    if bi < 0 or phi[u, y] > phi[u, bi]:
-                        bi = y
-                elif bo < 0 or phi[u, y] > phi[u, bo]:
-                    bo = y
+            for t in range(r):
+                if not member[top[u, t]]:
+                    bo = top[u, t]
+                    break
             in_lab[u] = bi
             out_lab[u] = bo
             inv[u] = phi[u, bi]
@@ -429,7 +680,7 @@ def subset_pass_labels(phi, S, kind, table, W):
             keys[u] = -_move_key(inv[u], outv[u])
         for j in range(s):
             member[S[q, j]] = False
-        order = np.argsort(keys, kind="mergesort")
+        _argsort_stable(keys, n, order, buf)
         if p == P:
             labels = out_lab.copy()
             for t in range(best_k):
@@ -465,3 +716,272 @@ def subset_pass_labels(phi, S, kind, table, W):
                 best_p = p
                 best_k = k
     return out_lab  # unreachable: the loop returns at p == P
+
+
+@njit
+def _argsort_stable(keys, n, order, buf):
+    """Indices sorting ``keys[:n]`` ascending, ties by index (what ``np.argsort(kind="stable")`` gives).
+
+    Insertion sort of runs of 16, then bottom-up merges between ``order`` and ``buf`` (both (>= n,)
+    int64, the caller's): no allocation, which is most of the cost of numba's ``np.argsort`` on the
+    ~100-element arrays sorted here thousands of times.
+    """
+    run = 16
+    for i in range(n):
+        order[i] = i
+    for lo in range(0, n, run):
+        hi = min(lo + run, n)
+        for i in range(lo + 1, hi):
+            v = order[i]
+            kv = keys[v]
+            j = i - 1
+            while j >= lo and keys[order[j]] > kv:
+                order[j + 1] = order[j]
+                j -= 1
+            order[j + 1] = v
+    src = order
+    dst = buf
+    width = run
+    swapped = False
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if keys[src[j]] < keys[src[i]]:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        swapped = not swapped
+        width *= 2
+    if swapped:
+        for i in range(n):
+            order[i] = src[i]
+
+
+@njit
+def _before(ka, ua, kb, ub):
+    """Whether (key ``ka``, node ``ua``) precedes (``kb``, ``ub``): larger key first, then lower node."""
+    return ka > kb or (ka == kb and ua < ub)
+
+
+@njit
+def _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf):
+    """Best ``(value, k)`` of one sweep: the first ``k`` nodes of ``order`` take their in-label.
+
+    Same candidates and first-best tie-breaking as :func:`subset_pass_labels`; ``c`` (m,) and ``suf``
+    (n+1,) are work arrays.
+    """
+    n = order.shape[0]
+    m = c.shape[0]
+    suf[n] = 0.0
+    for t in range(n - 1, -1, -1):
+        suf[t] = suf[t + 1] + outv[order[t]]
+    for y in range(m):
+        c[y] = 0
+    for u in range(n):
+        c[out_lab[u]] += 1
+    fin, ninf = _sum_terms(c, table) if kind == KIND_SUM else (0.0, 0)
+    pre = 0.0
+    best_v = -np.inf
+    best_k = -1
+    for k in range(n + 1):
+        if k > 0:
+            u = order[k - 1]
+            a = out_lab[u]
+            b = in_lab[u]
+            pre += inv[u]
+            c[a] -= 1
+            c[b] += 1
+            if kind == KIND_SUM:
+                fin, ninf = _sum_shift(fin, ninf, table, a, c[a] + 1, c[a])
+                fin, ninf = _sum_shift(fin, ninf, table, b, c[b] - 1, c[b])
+        if kind == KIND_SUM:
+            cv = -np.inf if ninf > 0 else fin
+        else:
+            cv = clique_value(c, kind, table, W)
+        v = pre + suf[k] + cv
+        if v > best_v or best_k < 0:
+            best_v = v
+            best_k = k
+    return best_v, best_k
+
+
+@njit
+def pair_pass_labels(phi, kind, table, W, n_top):
+    """Generalized alpha-pass with ``p = 2``: every label, then the pairs ``a < b`` (``m >= 3``).
+
+    With ``n_top >= m`` every pair is swept (the full generalized alpha-pass); else only the pairs of
+    the ``n_top`` labels whose single-label sweeps scored best (ties: lower label), in the same order.
+
+    The same candidates, subset order and tie-breaking as :func:`subset_pass_labels` on the subsets
+    of ``_label_subsets(m, 2)``, without a sort per subset. A node whose best label ``t1`` is outside
+    subset ``A`` has out-label ``t1`` and key ``max_{a in A} phi[u, a] - phi[u, t1]``; per label ``a``
+    the nodes are sorted once by ``phi[u, a] - phi[u, t1]``, so these nodes' order for ``A = {a, b}``
+    is a merge of two sorted lists (first occurrence of each node). The few nodes whose best label is
+    in ``A`` (their out-label is their second or third label) are sorted apart and merged in.
+    O(m n log n + m^2 n) in all (``n_top >= m``), against O(m^2 n log n) for a sort per subset.
+    """
+    n, m = phi.shape
+    top = _top_labels(phi, 3)
+    # per label a: nodes by decreasing phi[u, a] - phi[u, t1] (ties: lower node), with these keys
+    lists = np.empty((m, n), dtype=np.int64)
+    lkeys = np.empty((m, n))
+    keys = np.empty(n)
+    buf = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    for a in range(m):
+        for u in range(n):
+            keys[u] = -_move_key(phi[u, a], phi[u, top[u, 0]])
+        _argsort_stable(keys, n, order, buf)
+        for t in range(n):
+            lists[a, t] = order[t]
+            lkeys[a, t] = -keys[order[t]]
+    # nodes by best label
+    nbest = np.zeros(m + 1, dtype=np.int64)
+    for u in range(n):
+        nbest[top[u, 0] + 1] += 1
+    for y in range(m):
+        nbest[y + 1] += nbest[y]
+    byb = np.empty(n, dtype=np.int64)
+    fill = nbest[:m].copy()
+    for u in range(n):
+        byb[fill[top[u, 0]]] = u
+        fill[top[u, 0]] += 1
+    in_lab = np.empty(n, dtype=np.int64)
+    out_lab = np.empty(n, dtype=np.int64)
+    inv = np.empty(n)
+    outv = np.empty(n)
+    key = np.empty(n)  # each node's key in the current subset
+    grp = np.empty(n, dtype=np.int64)
+    rest = np.empty(n, dtype=np.int64)
+    stamp = np.full(n, -1, dtype=np.int64)
+    c = np.empty(m, dtype=np.int64)
+    suf = np.empty(n + 1)
+    best_v = -np.inf
+    best_a = -1
+    best_b = -1
+    best_k = 0
+    pid = 0
+    single = np.empty(m)  # best value of each single-label sweep
+    cand = np.arange(m)  # labels whose pairs are swept, increasing
+    nc = m if n_top >= m else n_top
+    n_pass = m + nc * (nc - 1) // 2
+    ia_c = 0
+    ib_c = 0
+    for pp in range(n_pass + 1):
+        if pp == n_pass:  # re-derive the labelling of the best subset
+            a = best_a
+            b = best_b
+        elif pp < m:
+            a = pp
+            b = -1
+        else:
+            if pp == m:
+                if nc < m:  # the nc best single labels (stable: ties by lower label), increasing
+                    sel = np.argsort(-single, kind="mergesort")[:nc]
+                    cand = np.sort(sel)
+                ia_c = 0
+                ib_c = 0
+            ib_c += 1
+            if ib_c == nc:
+                ia_c += 1
+                ib_c = ia_c + 1
+            a = cand[ia_c]
+            b = cand[ib_c]
+        pid += 1
+        # nodes whose best label is in A, sorted apart (insertion sort; few nodes)
+        ng = 0
+        for sel in range(2):
+            y = a if sel == 0 else b
+            if y < 0:
+                continue
+            for t in range(nbest[y], nbest[y + 1]):
+                u = byb[t]
+                if b < 0:
+                    i_l = a
+                    o_l = top[u, 1]
+                else:
+                    i_l = a if phi[u, a] >= phi[u, b] else b
+                    o_l = top[u, 1]
+                    if o_l == a or o_l == b:
+                        o_l = top[u, 2]
+                in_lab[u] = i_l
+                out_lab[u] = o_l
+                inv[u] = phi[u, i_l]
+                outv[u] = phi[u, o_l]
+                key[u] = _move_key(inv[u], outv[u])
+                stamp[u] = pid
+                j = ng - 1
+                while j >= 0 and _before(key[u], u, key[grp[j]], grp[j]):
+                    grp[j + 1] = grp[j]
+                    j -= 1
+                grp[j + 1] = u
+                ng += 1
+        # the other nodes: merge of the lists of a and b, first occurrence of each node
+        nr = 0
+        ia = 0
+        ib = 0 if b >= 0 else n
+        while ia < n or ib < n:
+            if ib >= n or (ia < n and _before(lkeys[a, ia], lists[a, ia], lkeys[b, ib], lists[b, ib])):
+                u = lists[a, ia]
+                kk = lkeys[a, ia]
+                ia += 1
+            else:
+                u = lists[b, ib]
+                kk = lkeys[b, ib]
+                ib += 1
+            if stamp[u] == pid:
+                continue
+            stamp[u] = pid
+            if b < 0:
+                i_l = a
+            else:
+                i_l = a if phi[u, a] >= phi[u, b] else b
+            o_l = top[u, 0]
+            in_lab[u] = i_l
+            out_lab[u] = o_l
+            inv[u] = phi[u, i_l]
+            outv[u] = phi[u, o_l]
+            key[u] = kk
+            rest[nr] = u
+            nr += 1
+        # final order: merge of the two sorted sequences
+        i = 0
+        j = 0
+        for t in range(n):
+            if j >= nr or (i < ng and _before(key[grp[i]], grp[i], key[rest[j]], rest[j])):
+                order[t] = grp[i]
+                i += 1
+            else:
+                order[t] = rest[j]
+                j += 1
+        if pp == n_pass:
+            labels = out_lab.copy()
+            for t in range(best_k):
+                labels[order[t]] = in_lab[order[t]]
+            return labels
+        v, k = _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf)
+        if pp < m:
+            single[a] = v
+        if v > best_v or best_a < 0:
+            best_v = v
+            best_a = a
+            best_b = b
+            best_k = k
+    return out_lab  # unreachable: the loop returns at the last pass

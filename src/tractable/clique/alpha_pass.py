@@ -266,6 +266,8 @@ def _generalized_alpha_pass(phi, potential, p, t0) -> CliqueMAPResult:
     S = _label_subsets(m, p)
     if kargs[0] == _kernels.KIND_GENERAL:
         best_lab = _generalized_arrays(phi, potential, kargs, S)
+    elif S.shape[1] == 2:  # p = 2: the same sweeps without a sort per subset
+        best_lab = _kernels.pair_pass_labels(phi, *kargs, m)
     else:
         best_lab = _kernels.subset_pass_labels(phi, S, *kargs)
     return _finish(phi, potential, best_lab, "generalized_alpha_pass", t0, S.shape[0])

@@ -3,7 +3,12 @@
 Each move (expand label alpha) is solved optimally: for every other label ``i`` the nodes labelled
 ``i`` are sorted by ``phi[u, alpha] - phi[u, i]``; an optimal move switches a top prefix of each
 list, and the prefix lengths come from a dynamic program over the labels
-(``_kernels.expansion_move``).
+(``_kernels.expansion_move``). Before the program, each label's share of the move is capped: the
+last node switched from a label must not lower the score, given the largest gain one more node can
+bring to alpha, and iterating this bound shrinks the program (tenfold when the labelling is split
+between many labels) without excluding an optimal move (``_kernels._prune_caps``; finite input).
+The search (``_kernels.expansion_search``) runs the moves in one compiled loop and stops once ``m``
+moves in a row have failed.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from ._result import CliqueMAPResult, make_result
 from ._validate import check_clique, check_init, tolerance
 
 __all__ = ["alpha_expansion"]
+
+_NONE = np.zeros(0, dtype=np.int64)  # no labelling known to be a local optimum
 
 
 def _expansion_move_python(phi, labels, alpha, table):
@@ -61,14 +68,15 @@ def alpha_expansion(phi, potential, *, init=None, max_iter: int = 100) -> Clique
     init : array_like of int, shape (n,), optional
         Starting labelling; by default each node's best label ``argmax_y phi[u, y]``.
     max_iter : int, default 100
-        Most rounds over the ``m`` labels; the search stops earlier when a whole round changes
-        nothing (a move is taken only when it raises the score by more than a rounding tolerance).
+        Most rounds over the ``m`` labels; the search stops earlier, as soon as ``m`` moves in a row
+        have changed nothing (a move is taken only when it raises the score by more than a rounding
+        tolerance), which is usually part-way through the round after the last change.
 
     Returns
     -------
     CliqueMAPResult
-        ``n_iter`` is the number of rounds; ``status`` is ``"converged"`` when the last round moved
-        nothing, else ``"max_iter_reached"`` with ``converged=False`` and a
+        ``n_iter`` is the number of rounds begun; ``status`` is ``"converged"`` when every label's
+        move failed on the final labelling, else ``"max_iter_reached"`` with ``converged=False`` and a
         :class:`~tractable.ConvergenceWarning`. ``exact`` is False (unless ``m == 1``): expansion is a
         local search, whose ratio can approach 1/2 even for Potts potentials (Thm 3.6 of [1]_).
 
@@ -79,7 +87,8 @@ def alpha_expansion(phi, potential, *, init=None, max_iter: int = 100) -> Clique
 
     Notes
     -----
-    Each move costs ``O(n^2 + n m)`` (no graph cut), a round ``m`` moves.
+    Each move costs ``O(n^2 + n m)`` (no graph cut), a round ``m`` moves; the whole search runs in
+    one compiled loop (``_kernels.expansion_search``).
 
     References
     ----------
@@ -111,27 +120,22 @@ def _alpha_expansion(phi, potential, labels, max_iter, t0) -> CliqueMAPResult:
     """:func:`alpha_expansion` on validated input (a SUM potential; ``labels`` (n,) int64, writeable)."""
     n, m = phi.shape
     table = potential.table(n, m)
-    tol = tolerance(phi, potential)
-    converged = False
-    rounds = 0
-    while rounds < max_iter:
-        rounds += 1
-        changed = False
-        for alpha in range(m):
-            labels, moved = _kernels.expansion_move(phi, labels, alpha, table, tol)
-            changed |= moved
-        if not changed:
-            converged = True
-            break
+    rounds, converged = _kernels.expansion_search(phi, labels, table, tolerance(phi, potential), max_iter, _NONE)
+    return _expansion_result(phi, potential, labels, rounds, converged, t0)
+
+
+def _expansion_result(phi, potential, labels, rounds, converged, t0) -> CliqueMAPResult:
+    """The result of an expansion search that ended after ``rounds`` rounds (``converged`` or not)."""
+    exact = phi.shape[1] == 1
     if converged:
-        return make_result(phi, potential, labels, "alpha_expansion", t0, exact=m == 1, status=CONVERGED, n_iter=rounds)
+        return make_result(phi, potential, labels, "alpha_expansion", t0, exact=exact, status=CONVERGED, n_iter=rounds)
     return make_result(
         phi,
         potential,
         labels,
         "alpha_expansion",
         t0,
-        exact=m == 1,
+        exact=exact,
         status=MAX_ITER_REACHED,
         n_iter=rounds,
         detail="moves still improving the score; raise `max_iter`",

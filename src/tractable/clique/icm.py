@@ -87,21 +87,8 @@ def icm(phi, potential, *, init=None, max_iter: int = 100, rng=None) -> CliqueMA
 def _icm(phi, potential, labels, max_iter, gen, t0) -> CliqueMAPResult:
     """:func:`icm` on validated input; ``labels`` (n,) int64 is the start, modified in place."""
     n, m = phi.shape
-    counts = np.bincount(labels, minlength=m).astype(np.int64)
-    kind, table, W = kernel_args(potential, n, m)
-    tol = tolerance(phi, potential)
-    converged = False
-    sweeps = 0
-    while sweeps < max_iter:
-        sweeps += 1
-        order = gen.permutation(n)
-        if kind == _kernels.KIND_GENERAL:
-            changed = _icm_sweep_python(phi, labels, counts, order, potential, tol)
-        else:
-            changed = _kernels.icm_sweep(phi, labels, counts, order, kind, table, W, tol)
-        if changed == 0:
-            converged = True
-            break
+    kargs = kernel_args(potential, n, m)
+    sweeps, converged = _icm_labels(phi, potential, labels, max_iter, gen, kargs, tolerance(phi, potential))
     if converged:
         return make_result(phi, potential, labels, "icm", t0, exact=m == 1, status=CONVERGED, n_iter=sweeps)
     return make_result(
@@ -115,3 +102,25 @@ def _icm(phi, potential, labels, max_iter, gen, t0) -> CliqueMAPResult:
         n_iter=sweeps,
         detail="labels still changing; raise `max_iter`",
     )
+
+
+def _icm_labels(phi, potential, labels, max_iter, gen, kargs, tol) -> tuple[int, bool]:
+    """ICM sweeps in place on ``labels`` (n,) int64; returns ``(sweeps, converged)``.
+
+    ``kargs`` is ``kernel_args(potential, n, m)`` and ``tol`` is ``tolerance(phi, potential)``; each
+    sweep visits the nodes in the order ``gen.permutation(n)``.
+    """
+    n, m = phi.shape
+    counts = np.bincount(labels, minlength=m).astype(np.int64)
+    kind, table, W = kargs
+    sweeps = 0
+    while sweeps < max_iter:
+        sweeps += 1
+        order = gen.permutation(n)
+        if kind == _kernels.KIND_GENERAL:
+            changed = _icm_sweep_python(phi, labels, counts, order, potential, tol)
+        else:
+            changed = _kernels.icm_sweep(phi, labels, counts, order, kind, table, W, tol)
+        if changed == 0:
+            return sweeps, True
+    return sweeps, False
