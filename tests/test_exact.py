@@ -83,6 +83,61 @@ def test_evidence_matches_brute_force_on_conditioned_graph(fg, data):
         assert m.score == pytest.approx(best, abs=TOL, rel=TOL)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from([20.0, 120.0, 400.0]), st.sampled_from([0.0, 0.3]))
+def test_elimination_with_large_ranges_matches_brute_force(seed, scale, p_forbidden):
+    # Log-potentials of standard deviation 120-400 give factor ranges that add up past the linear-space
+    # limit of a cluster (300), so clusters are multiplied in log space, alone or next to linear ones.
+    fg = random_factor_graph(6, 9, max_cardinality=3, max_arity=3, scale=scale, p_forbidden=p_forbidden, rng=seed)
+    log_z, marginals, _ = brute_force(fg)
+    if log_z == -np.inf:
+        return
+    res = variable_elimination(fg, "marginals")
+    assert res.log_partition == pytest.approx(log_z, abs=TOL, rel=TOL)
+    for m, ref in zip(res.marginals, marginals):
+        np.testing.assert_allclose(m, ref, atol=TOL)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_sum_to_matches_numpy_sum(data):
+    from tractable.exact._tables import sum_to
+
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), max_size=6)))
+    keep = data.draw(st.lists(st.booleans(), min_size=len(shape), max_size=len(shape)))
+    table = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1))).random(shape)
+    if data.draw(st.booleans()) and table.ndim >= 2:  # a non-contiguous view is summed the same way
+        table = table.swapaxes(0, -1)
+        shape, keep = table.shape, keep[::-1]
+    before = table.copy()
+    got = sum_to(table, keep)
+    ref = table.sum(axis=tuple(i for i, k in enumerate(keep) if not k))
+    assert got.shape == np.shape(ref)
+    # the same non-negative terms summed in another order: only rounding differs
+    np.testing.assert_allclose(got, ref, rtol=1e-13)
+    assert np.array_equal(table, before)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_broadcast_op_matches_numpy(data):
+    import tractable.exact._tables as tables
+
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=7)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    a = rng.random([d if rng.random() < 0.6 else 1 for d in shape])
+    b = rng.random([d if rng.random() < 0.6 else 1 for d in shape])
+    op = data.draw(st.sampled_from([np.add, np.multiply]))
+    threshold = tables._BROADCAST_KERNEL_FROM
+    tables._BROADCAST_KERNEL_FROM = 0  # the compiled loop also for these small tables
+    try:
+        got = tables.broadcast_op(op, a, b, np.empty(shape))
+    finally:
+        tables._BROADCAST_KERNEL_FROM = threshold
+    # one operation per entry, the same as NumPy's: equal to the last bit
+    assert np.array_equal(got, op(a, b, out=np.empty(shape)))
+
+
 def test_log_partition_of_evidence_is_log_probability():
     fg = random_factor_graph(5, 6, rng=3)
     full = enumerate_marginals(fg)
@@ -290,3 +345,99 @@ def test_zero_partition_error_is_public_and_a_model_error():
     for run in (enumerate_marginals, enumerate_map, variable_elimination, infer):
         with pytest.raises(tractable.ZeroPartitionError, match="no configuration has non-zero probability"):
             run(fg)
+
+
+def _random_bayes_net(rng, n, max_parents=3, p_zero=0.0):
+    """A Bayesian network as a FactorGraph: one normalized conditional table per variable, its axes
+    in a random order (the child is found by normalization, not by its place)."""
+    card = rng.integers(2, 4, size=n)
+    fg = FactorGraph(card.tolist())
+    for v in range(n):
+        k = int(rng.integers(0, min(v, max_parents) + 1))
+        parents = sorted(rng.choice(v, size=k, replace=False).tolist()) if k else []
+        p = rng.dirichlet(np.ones(card[v]), size=int(np.prod(card[parents], dtype=np.int64)))
+        if p_zero:
+            p[rng.random(p.shape) < p_zero] = 0.0
+            p[np.arange(len(p)), rng.integers(0, card[v], size=len(p))] += 0.5  # a row is never all zero
+            p /= p.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore"):
+            table = np.log(p).reshape([int(card[u]) for u in parents] + [int(card[v])])
+        perm = rng.permutation(k + 1)
+        fg.add_factor(TableFactor([(parents + [v])[i] for i in perm], np.transpose(table, perm)))
+    return fg
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(3, 8), st.sampled_from([0.0, 0.3]), st.integers(0, 3))
+def test_relevant_groups_of_a_bayes_net_match_brute_force(seed, n, p_zero, n_observed):
+    # A table limit just below the whole graph's largest cluster makes variable elimination solve
+    # the network one relevant group at a time: that must be exact, or raise the limit error.
+    rng = np.random.default_rng(seed)
+    fg = _random_bayes_net(rng, n, p_zero=p_zero)
+    observed = rng.choice(n, size=min(n_observed, n - 1), replace=False).tolist()
+    sub = fg.condition({int(v): int(rng.integers(0, fg.cardinalities[v])) for v in observed})
+    log_z, marginals, _ = brute_force(sub)
+    if log_z == -np.inf:
+        return
+    _, biggest = elimination_order(sub)
+    try:
+        res = variable_elimination(sub, max_table_size=max(1, biggest - 1))
+    except ValueError as err:
+        assert "more than `max_table_size`" in str(err)
+        return
+    assert res.log_partition == pytest.approx(log_z, abs=TOL, rel=TOL)
+    for m, ref in zip(res.marginals, marginals):
+        np.testing.assert_allclose(m, ref, atol=TOL)
+
+
+def _pairs_network(n_roots, rng):
+    """Binary roots, one 3-state leaf per pair of roots, and a one-parent child of every leaf: the
+    whole graph's clique tree holds all roots together, while each leaf needs only its two roots."""
+    n_leaves = n_roots * (n_roots - 1) // 2
+    fg = FactorGraph([2] * n_roots + [3] * n_leaves + [2] * n_leaves)
+    for r in range(n_roots):
+        fg.add_factor(TableFactor([r], np.log(rng.dirichlet(np.ones(2)))))
+    pairs = [(a, b) for a in range(n_roots) for b in range(a + 1, n_roots)]
+    for i, (a, b) in enumerate(pairs):
+        leaf = n_roots + i
+        fg.add_factor(TableFactor([a, b, leaf], np.log(rng.dirichlet(np.ones(3), size=(2, 2)))))
+        fg.add_factor(TableFactor([leaf, leaf + n_leaves], np.log(rng.dirichlet(np.ones(2), size=3))))
+    return fg
+
+
+def test_a_network_too_wide_as_a_whole_is_solved_by_relevant_groups():
+    rng = np.random.default_rng(5)
+    fg = _pairs_network(7, rng)  # 7 roots, 21 leaves, 21 grandchildren
+    evidence = {7: 2, 30: 1}  # a leaf, and a grandchild: likelihoods on roots 0, 1 and on leaf 9
+    sub = fg.condition(evidence)
+    _, biggest = elimination_order(sub)
+    assert biggest >= 2**7  # every root in one cluster
+    ref = variable_elimination(sub)
+    res = variable_elimination(sub, max_table_size=32)  # a leaf's family with its roots: 12 entries
+    assert res.log_partition == pytest.approx(ref.log_partition, rel=1e-12)
+    for m, r in zip(res.marginals, ref.marginals):
+        np.testing.assert_allclose(m, r, atol=1e-12)
+    full = infer(fg, "marginals", method="variable_elimination", evidence=evidence, max_table_size=32)
+    assert full.log_partition == pytest.approx(ref.log_partition, rel=1e-12)
+
+
+def test_tables_that_are_not_normalized_are_not_dropped():
+    rng = np.random.default_rng(6)
+    fg = _pairs_network(6, rng)
+    ref = variable_elimination(fg)
+    # a leaf's table scaled by 1e-6: no longer conditional, so it is kept in every group
+    factors = list(fg.factors)
+    k = next(i for i, f in enumerate(factors) if len(f.variables) == 3)
+    off = FactorGraph(fg.cardinalities.tolist())
+    for i, f in enumerate(factors):
+        off.add_factor(TableFactor(f.variables.tolist(), f.log_table + (np.log1p(1e-6) if i == k else 0.0)))
+    res = variable_elimination(off, max_table_size=32)
+    assert res.log_partition == pytest.approx(ref.log_partition + np.log1p(1e-6), rel=1e-12)
+    for m, r in zip(res.marginals, ref.marginals):
+        np.testing.assert_allclose(m, r, atol=1e-12)
+
+
+def test_graphs_without_conditional_tables_still_raise_the_table_limit():
+    fg = grid_factor_graph(6, 6, rng=0)
+    with pytest.raises(ValueError, match=re.escape("more than `max_table_size`=16")):
+        variable_elimination(fg, max_table_size=16)

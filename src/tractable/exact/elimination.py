@@ -1,16 +1,30 @@
 """Variable elimination in a greedy elimination order (min-fill family).
 
 For marginals the eliminated clusters are kept as a clique tree, calibrated with a second, downward
-pass, so that *all* marginals cost about twice one elimination. A cluster is multiplied in linear
-space when its factors' ranges cannot underflow (else in log space, shifted per slice), and its
-exponentiated table is kept for the downward pass, which then only multiplies it by an array of
-the separator's size: each cluster table is exponentiated at most once. For MAP, max-product elimination
-then backward decoding. The cost is exponential only in the induced width of the order, and the
-largest intermediate table is checked against ``max_table_size`` before anything is allocated.
+pass, so that *all* marginals cost about twice one elimination.
+
+* Every table's axes follow the elimination order, so a cluster's own variable is its axis 0: the
+  upward message is a sum over the leading axis, and every message and factor broadcasts against
+  the cluster of its bucket without a transpose.
+* A cluster is multiplied in linear space when its factors' ranges cannot underflow (else in log
+  space, shifted per separator configuration). The factors are multiplied pairwise, the pair with the
+  smallest joint scope first, so the cluster-sized array is written once.
+* The upward pass keeps each cluster as ``lin`` with ``table = log(lin) + c(separator)`` and its
+  sum over axis 0. The downward belief is ``lin * separator / sum`` (``0 / 0 = 0``): the constants
+  ``c`` cancel, so the downward pass needs no exp or log of a cluster, only one multiply by a
+  separator-sized array and one sum per child separator (``_tables.sum_to``, one compiled pass).
+* A Bayesian network whose whole clique tree is wider than ``max_table_size`` is solved one relevant
+  (ancestral) group at a time instead, when its groups fit (``_relevance``).
+
+For MAP, max-product elimination then backward decoding. The cost is exponential only in the
+induced width of the order, and the largest intermediate table is checked against
+``max_table_size`` before anything is allocated.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import time
 from dataclasses import dataclass
 
@@ -27,6 +41,8 @@ from ._common import (
     marginals_result,
     no_support,
 )
+from ._relevance import relevant_groups
+from ._tables import broadcast_op, sum_to
 
 __all__ = ["elimination_order", "variable_elimination"]
 
@@ -38,25 +54,28 @@ _HEURISTICS = ("auto", "min_fill", "weighted_min_fill", "min_weight", "min_degre
 # this is multiplied in linear space: every non-zero entry of the product is at least exp(-300)
 # (about 1e-130) times its largest, far from underflow (1e-308), so no per-slice shift is needed.
 _LINEAR_SPAN = 300.0
+# a cluster's tables are combined pairwise, smallest joint scope first, when there are at most this many
+_PAIRWISE_UP_TO = 8
 
 
 # --------------------------------------------------------------------------- elimination orders
-def _interaction_graph(fg: FactorGraph) -> list[set]:
-    adj: list[set] = [set() for _ in range(fg.n_variables)]
-    for factor in fg.factors:
+def _interaction_graph(factors, variables) -> dict[int, set]:
+    """Neighbours of each of ``variables`` (which hold every variable of ``factors``)."""
+    adj: dict[int, set] = {int(v): set() for v in variables}
+    for factor in factors:
         vs = [int(v) for v in factor.variables]
         for v in vs:
             adj[v].update(u for u in vs if u != v)
     return adj
 
 
-def _eliminate(adj: list[set], card: np.ndarray, v: int) -> int:
+def _eliminate(adj: dict[int, set], card: np.ndarray, v: int) -> int:
     """Eliminate ``v`` from the interaction graph ``adj`` (connect its neighbours, drop it).
 
     Returns the number of entries of the cluster table ``{v} ∪ neighbours(v)``.
     """
     nb = adj[v]
-    size = int(card[v]) * int(np.prod([int(card[u]) for u in nb], dtype=object))
+    size = int(card[v]) * math.prod(int(card[u]) for u in nb)
     for a in nb:
         adj[a].update(u for u in nb if u != a)
         adj[a].discard(v)
@@ -64,58 +83,96 @@ def _eliminate(adj: list[set], card: np.ndarray, v: int) -> int:
     return size
 
 
-def _greedy_order(adj: list[set], card: np.ndarray, heuristic: str) -> tuple[list[int], int, int]:
+def _greedy_order(adj: dict[int, set], card: np.ndarray, heuristic: str) -> tuple[list[int], int, int]:
     logc = np.log2(card.astype(np.float64)).tolist()  # Python floats: cheaper to index in the loop
     cards = [int(c) for c in card]
+    fills = heuristic in ("min_fill", "weighted_min_fill")
 
-    def cost(v):
+    def weight(v):
+        return float(logc[v] + sum(logc[u] for u in adj[v]))
+
+    def cost(v, w):
         nb = adj[v]
-        weight = float(logc[v] + sum(logc[u] for u in nb))
         if heuristic == "min_degree":
-            return (len(nb), weight, v)
+            return (len(nb), w, v)
         if heuristic == "min_weight":
-            return (weight, len(nb), v)
+            return (w, len(nb), v)
         if heuristic == "weighted_min_fill":
             nbl = list(nb)
             missing = [(a, b) for i, a in enumerate(nbl) for b in nbl[i + 1 :] if b not in adj[a]]
-            return (sum(float(cards[a] * cards[b]) for a, b in missing), weight, v)
-        # each missing edge counted from both ends; a itself is in nb but not in adj[a]
-        return (sum(len(nb - adj[a]) - 1 for a in nb) // 2, weight, v)
+            return (sum(float(cards[a] * cards[b]) for a, b in missing), w, v)
+        # each missing edge counted from both ends; a itself is in nb but not in adj[a]. The
+        # neighbourhoods as bit masks: one AND-NOT and one popcount per neighbour
+        m = masks[v]
+        return ((sum((m & ~masks[a]).bit_count() for a in nb) - len(nb)) // 2, w, v)
 
-    remaining = set(range(len(adj)))
-    costs = {v: cost(v) for v in remaining}
+    masks = {v: sum(1 << u for u in nb) for v, nb in adj.items()} if heuristic == "min_fill" else {}
+    weights = {v: weight(v) for v in adj}
+    # a heap of (cost, v) with stale entries skipped: a cost ends with v, so ties go to the lower index
+    costs = {v: cost(v, weights[v]) for v in adj}
+    heap = list(costs.values())
+    heapq.heapify(heap)
+    done = dict.fromkeys(adj, False)
     order: list[int] = []
     biggest = 1
     total = 0
-    while remaining:
-        v = min(remaining, key=costs.__getitem__)
+    while heap:
+        c = heapq.heappop(heap)
+        v = c[-1]
+        if done[v] or c != costs[v]:
+            continue
         nb = adj[v]
+        if masks:  # the new edges of _eliminate, in the masks
+            m = masks[v]
+            for a in nb:
+                masks[a] = (masks[a] | m) & ~((1 << a) | (1 << v))
         size = _eliminate(adj, card, v)
-        # only v's neighbours and theirs have new edges around them: the other costs are unchanged
-        for u in nb.union(*(adj[a] for a in nb)) - {v}:
-            costs[u] = cost(u)
+        done[v] = True
+        # v's neighbours have new neighbourhoods; any other variable keeps its neighbours, and its
+        # fill changes only when two of them are v's neighbours (a new edge between them)
+        changed = set(nb)
+        for a in nb:
+            weights[a] = weight(a)
+        if fills:
+            seen: dict = {}
+            for a in nb:
+                for u in adj[a]:
+                    if u not in nb:
+                        seen[u] = seen.get(u, 0) + 1
+            changed.update(u for u, k in seen.items() if k >= 2)
+        for u in changed:
+            c = cost(u, weights[u])
+            if c != costs[u]:
+                costs[u] = c
+                heapq.heappush(heap, c)
         biggest = max(biggest, size)
         total += size
-        remaining.remove(v)
         order.append(v)
     return order, biggest, total
 
 
-def _elimination_order(fg: FactorGraph, heuristic: str = "min_fill") -> tuple[list[int], int]:
-    """Core of :func:`elimination_order` (trusts its input)."""
-    card = fg.cardinalities
+def _order_of(factors, variables, card: np.ndarray, heuristic: str = "min_fill") -> tuple[list[int], int, int]:
+    """Greedy order of ``variables`` (all variables of ``factors``): ``(order, largest cluster, total size)``."""
     candidates = ("min_fill", "weighted_min_fill", "min_weight") if heuristic == "auto" else (heuristic,)
     best = None
     for h in candidates:
-        order, biggest, total = _greedy_order(_interaction_graph(fg), card, h)
+        order, biggest, total = _greedy_order(_interaction_graph(factors, variables), card, h)
         if best is None or (total, biggest) < (best[2], best[1]):
             best = (order, biggest, total)
-    return best[0], best[1]
+    return best
 
 
-def _largest_cluster(fg: FactorGraph, order: list[int]) -> int:
-    adj = _interaction_graph(fg)
-    return max([1] + [_eliminate(adj, fg.cardinalities, v) for v in order])
+def _elimination_order(fg: FactorGraph, heuristic: str = "min_fill") -> tuple[list[int], int]:
+    """Core of :func:`elimination_order` (trusts its input)."""
+    order, biggest, _ = _order_of(fg.factors, range(fg.n_variables), fg.cardinalities, heuristic)
+    return order, biggest
+
+
+def _largest_cluster(fg: FactorGraph, order: list[int]) -> tuple[int, int]:
+    """Largest and total cluster size along ``order``."""
+    adj = _interaction_graph(fg.factors, range(fg.n_variables))
+    sizes = [_eliminate(adj, fg.cardinalities, v) for v in order]
+    return max([1] + sizes), sum(sizes)
 
 
 def elimination_order(fg: FactorGraph, *, heuristic: str = "min_fill") -> tuple[list[int], int]:
@@ -155,12 +212,16 @@ def elimination_order(fg: FactorGraph, *, heuristic: str = "min_fill") -> tuple[
 # --------------------------------------------------------------------------- variable elimination
 @dataclass
 class _LogFactor:
-    """A log-table whose axes follow the sorted tuple ``scope`` of variable indices."""
+    """A log-table whose axes follow the tuple ``scope`` of variable indices (in elimination order).
+
+    For the linear-space product (marginals) it also has the form ``table = log(lin) + shift`` where
+    ``lin``'s largest entry is 1 and its smallest non-zero entry is ``exp(-span)`` (``span = inf``
+    when there is no such form: all ``-inf``). A message made in linear space has only that form
+    until a log-space product asks for ``log_table()``.
+    """
 
     scope: tuple
-    table: np.ndarray
-    # for the linear-space product (marginals): table = log(lin) + shift, lin's largest entry is 1 and
-    # its smallest non-zero entry is exp(-span); span = inf when there is no such form (all -inf)
+    table: np.ndarray | None
     lin: np.ndarray | None = None
     shift: float = 0.0
     span: float = np.inf
@@ -174,65 +235,223 @@ class _LogFactor:
             self.lin = np.exp(self.table - self.shift)
         return self
 
+    def log_table(self) -> np.ndarray:
+        """The log-table, computed from the linear form the first time it is needed."""
+        if self.table is None:
+            with np.errstate(divide="ignore"):
+                self.table = np.log(self.lin) + self.shift
+        return self.table
 
-def _as_log_factors(fg: FactorGraph) -> list[_LogFactor]:
-    out = []
-    for factor in fg.factors:
-        scope = factor.variables
-        order = np.argsort(scope)
-        out.append(_LogFactor(tuple(int(v) for v in scope[order]), np.transpose(factor.to_table(), order)))
+
+def _buckets(factors, constant: float, order: list[int], linear: bool) -> tuple[dict, list[list[_LogFactor]], float]:
+    """Each factor, its axes sorted by elimination position, in the bucket of its first-eliminated variable.
+
+    Returns ``(position, buckets, constant)``: the position of each variable in ``order``, the factors
+    per step, and the graph's constant plus the factors without variables.
+    """
+    position = {v: i for i, v in enumerate(order)}
+    buckets: list[list[_LogFactor]] = [[] for _ in order]
+    for factor in factors:
+        scope = [int(v) for v in factor.variables]
+        perm = sorted(range(len(scope)), key=lambda i: position[scope[i]])
+        table = np.ascontiguousarray(np.transpose(factor.to_table(), perm))
+        f = _LogFactor(tuple(scope[i] for i in perm), table)
+        if not f.scope:
+            constant += float(table)
+            continue
+        if linear:
+            f.linearize()
+        buckets[position[f.scope[0]]].append(f)
+    return position, buckets, constant
+
+
+def _shape(factor_scope: tuple, scope: tuple, card: np.ndarray) -> list[int]:
+    """Shape that broadcasts a table over ``factor_scope`` (a subsequence of ``scope``) against ``scope``."""
+    present = set(factor_scope)
+    return [int(card[v]) if v in present else 1 for v in scope]
+
+
+def _combine(tables: list[tuple[tuple, np.ndarray]], scope: tuple, card: np.ndarray, op) -> np.ndarray:
+    """``op`` (``np.add`` or ``np.multiply``) of tables ``(scope_i, array_i)`` into a new array over ``scope``.
+
+    Every ``scope_i`` is a subsequence of ``scope`` and ``tables`` is not empty. While more than two
+    (and at most ``_PAIRWISE_UP_TO``) tables are left, the two whose scopes have the smallest union
+    are combined first (over that union), so the cluster-sized array is written once, by the last
+    operation, instead of once per table: a cluster's factors often include a small table and a
+    message whose union is far smaller than the cluster. More tables (a variable with many children)
+    are combined in turn into the cluster array, as the search would cost ``O(k^3)``.
+    """
+    position = {v: i for i, v in enumerate(scope)}
+    tables = list(tables)
+    while 2 < len(tables) <= _PAIRWISE_UP_TO:
+        best = None
+        for i in range(len(tables)):
+            for j in range(i + 1, len(tables)):
+                union = set(tables[i][0]).union(tables[j][0])
+                size = math.prod(int(card[v]) for v in union)
+                if best is None or size < best[0]:
+                    best = (size, i, j, tuple(sorted(union, key=position.__getitem__)))
+        _, i, j, union = best
+        (si, ai), (sj, aj) = tables[i], tables[j]
+        merged = op(ai.reshape(_shape(si, union, card)), aj.reshape(_shape(sj, union, card)))
+        tables = [t for k, t in enumerate(tables) if k not in (i, j)] + [(union, merged)]
+    out = np.empty([int(card[v]) for v in scope])
+    views = [a.reshape(_shape(s, scope, card)) for s, a in tables]
+    if len(views) >= 2:  # the first operation writes the cluster: no pass filling it first
+        broadcast_op(op, views[0], views[1], out)
+    else:
+        out[...] = views[0]
+    for view in views[2:]:
+        op(out, view, out=out)
     return out
 
 
-def _expand(f: _LogFactor, scope: tuple, card: np.ndarray) -> np.ndarray:
-    """View of ``f.table`` broadcastable against a table over the sorted ``scope``."""
-    present = set(f.scope)
-    return f.table.reshape([int(card[v]) if v in present else 1 for v in scope])
-
-
 def _product(factors: list[_LogFactor], scope: tuple, card: np.ndarray) -> np.ndarray:
-    table = np.zeros([int(card[v]) for v in scope])
-    for f in factors:
-        table += _expand(f, scope, card)  # in place: no temporary per factor
-    return table
+    """Sum of the factors' log-tables over ``scope``."""
+    if not factors:
+        return np.zeros([int(card[v]) for v in scope])
+    return _combine([(f.scope, f.log_table()) for f in factors], scope, card, np.add)
 
 
 def _linear_product(factors: list[_LogFactor], scope: tuple, card: np.ndarray) -> tuple[np.ndarray, float]:
-    """Product of linearized factors over the sorted ``scope``: ``(lin, c)`` with table ``log(lin) + c``."""
-    views = []
-    for f in factors:
-        present = set(f.scope)
-        views.append(f.lin.reshape([int(card[v]) if v in present else 1 for v in scope]))
-    table = np.empty([int(card[v]) for v in scope])
-    if len(views) >= 2:  # the first product writes the table: no pass filling it with ones
-        np.multiply(views[0], views[1], out=table)
-    else:
-        table[...] = views[0] if views else 1.0
-    for view in views[2:]:
-        table *= view
-    return table, float(sum(f.shift for f in factors))
+    """Product of linearized factors over ``scope``: ``(lin, c)`` with table ``log(lin) + c``."""
+    if not factors:
+        return np.ones([int(card[v]) for v in scope]), 0.0
+    return _combine([(f.scope, f.lin) for f in factors], scope, card, np.multiply), float(sum(f.shift for f in factors))
 
 
-def _sum_out(table: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Log-sum of ``table`` over ``axis``, keeping the exponentiated table for the downward pass.
+def _message(summed: np.ndarray, c: np.ndarray | float, linear: bool, scope: tuple) -> _LogFactor:
+    """The message ``log(summed) + c`` over ``scope``: in linear form only when ``c`` is a scalar."""
+    if not linear:
+        with np.errstate(divide="ignore"):
+            return _LogFactor(scope, np.log(summed) + c).linearize()
+    message = _LogFactor(scope, None)
+    top = float(summed.max())
+    if top > 0:
+        low = float(summed.min())
+        if low <= 0:
+            low = float(np.min(summed, where=summed > 0, initial=top))
+        message.lin = summed / top
+        message.shift = float(np.log(top)) + c
+        message.span = float(np.log(top / low))
+    else:  # every entry is zero: the log form is all -inf, and there is no linear form
+        message.table = np.full(summed.shape, -np.inf)
+    return message
 
-    Each slice is shifted by its own maximum ``m`` (0 for an all ``-inf`` slice), as in
-    :func:`tractable._logspace.logsumexp`, so nothing underflows that matters. Returns ``(lin, message, m)`` with
-    ``lin = exp(table - m)`` and ``message = log(sum(lin, axis)) + m``; ``message`` and ``m`` have
-    the shape of ``table`` without ``axis``.
+
+def _upward(factors, constant: float, card: np.ndarray, order: list[int]):
+    """Sum-product elimination in ``order``, keeping each cluster for the downward pass.
+
+    Cluster ``step`` (eliminating ``order[step]``) has its variables sorted by elimination position,
+    so the eliminated variable is axis 0 and its message to the parent is the sum over axis 0. The
+    cluster is kept as ``lin`` with ``table = log(lin) + c(s)``, ``c`` constant over each separator
+    configuration ``s`` (one scalar when the product was taken in linear space, the slice maximum
+    otherwise), with ``summed = lin.sum(axis=0)``: the downward pass needs nothing else.
     """
-    m = np.max(table, axis=axis, keepdims=True)
-    m[~np.isfinite(m)] = 0.0
-    lin = table - m  # the product table is not needed any more: reuse its memory
-    np.exp(lin, out=lin)
-    with np.errstate(divide="ignore"):
-        message = np.log(lin.sum(axis=axis))
-    m = np.squeeze(m, axis=axis)
-    return lin, message + m, m
+    position, buckets, constant = _buckets(factors, constant, order, linear=True)
+    n = len(order)
+    scopes: list[tuple] = []
+    lins: list[np.ndarray | None] = []
+    sums: list[np.ndarray] = []
+    parent = [-1] * n
+    log_z = constant
+    for step, v in enumerate(order):
+        bucket = buckets[step]
+        scope = tuple(sorted({v}.union(*(f.scope for f in bucket)), key=position.__getitem__))
+        linear = sum(f.span for f in bucket) < _LINEAR_SPAN
+        if linear:
+            lin, c = _linear_product(bucket, scope, card)
+        else:  # per-slice shift: lin = exp(table - max over axis 0), 0 for an all -inf slice
+            lin = _product(bucket, scope, card)
+            c = lin.max(axis=0)
+            c = np.where(np.isfinite(c), c, 0.0)
+            lin -= c  # the product table is not needed any more: reuse its memory
+            np.exp(lin, out=lin)
+        summed = lin.reshape(lin.shape[0], -1).sum(axis=0).reshape(lin.shape[1:])
+        scopes.append(scope)
+        lins.append(lin)
+        sums.append(summed)
+        if len(scope) > 1:
+            message = _message(summed, c, linear, scope[1:])
+            parent[step] = position[scope[1]]
+            buckets[parent[step]].append(message)
+        else:  # a root: its message is the log-sum of its connected component
+            with np.errstate(divide="ignore"):
+                log_z += float(np.log(summed)) + float(c)
+    return scopes, lins, sums, parent, log_z
 
 
-def _max_keep(x: np.ndarray, axis: int) -> np.ndarray:
-    return np.max(x, axis=axis, keepdims=True)
+def _downward(order: list[int], scopes: list[tuple], lins: list, sums: list, parent: list) -> dict[int, np.ndarray]:
+    """Calibrate the clique tree from the roots down; returns the marginal of every variable of ``order``.
+
+    A cluster's belief is ``lin * r`` with ``r = separator / summed`` (``0 / 0 = 0``) over its
+    separator: the per-slice constants of the upward pass cancel, so a downward step is one multiply
+    of the cluster array by a separator-sized one (scaled to a largest entry of 1, so that beliefs
+    stay in range), then one sum per child separator.
+    """
+    n = len(order)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for step in range(n):
+        if parent[step] >= 0:
+            children[parent[step]].append(step)
+    separators: list[np.ndarray | None] = [None] * n
+    marginals: dict[int, np.ndarray] = {}
+    for step in range(n - 1, -1, -1):
+        lin = lins[step]
+        lins[step] = None  # the cluster becomes its belief in place, then is dropped
+        flat = lin.reshape(lin.shape[0], -1)
+        r = None
+        if parent[step] >= 0:
+            summed = sums[step]
+            r = np.zeros_like(summed)
+            np.divide(separators[step], summed, out=r, where=summed > 0)
+            separators[step] = None
+            top = r.max()
+            if top > 0:
+                r /= top
+        scope = scopes[step]
+        if children[step]:
+            if r is not None:
+                flat *= r.reshape(1, -1)
+            for c in children[step]:
+                child = set(scopes[c][1:])
+                separators[c] = sum_to(lin, [u in child for u in scope])
+            # every child separator holds this cluster's variable (axis 0): sum the smallest
+            sep = separators[min(children[step], key=lambda c: separators[c].size)]
+            m = sep.reshape(sep.shape[0], -1).sum(axis=1)
+        elif r is None:
+            m = flat.sum(axis=1)
+        else:  # a leaf needs only its marginal: one contraction, no belief array
+            m = np.einsum("ij,j->i", flat, r.reshape(-1))
+        marginals[order[step]] = m / m.sum()
+    return marginals
+
+
+def _max_product(fg: FactorGraph, order: list[int]) -> np.ndarray:
+    """Max-product elimination in ``order`` and backward decoding; returns a maximizing assignment."""
+    card = fg.cardinalities
+    position, buckets, constant = _buckets(fg.factors, fg.constant, order, linear=False)
+    n = len(order)
+    scopes: list[tuple] = []
+    tables: list[np.ndarray] = []
+    best = constant
+    for step, v in enumerate(order):
+        bucket = buckets[step]
+        scope = tuple(sorted({v}.union(*(f.scope for f in bucket)), key=position.__getitem__))
+        table = _product(bucket, scope, card)
+        scopes.append(scope)
+        tables.append(table)
+        if len(scope) > 1:
+            buckets[position[scope[1]]].append(_LogFactor(scope[1:], table.max(axis=0)))
+        else:  # a root: the max of its connected component
+            best += float(table.max())
+    if best == -np.inf:
+        raise no_support("the MAP assignment is")
+    assignment = np.zeros(n, dtype=np.int64)
+    for step in range(n - 1, -1, -1):  # the variables of a cluster are eliminated after its own
+        index = (slice(None),) + tuple(int(assignment[u]) for u in scopes[step][1:])
+        assignment[order[step]] = int(np.argmax(tables[step][index]))
+    return assignment
 
 
 def _validate_variable_elimination(fg, task, order, max_table_size) -> tuple[FactorGraph, str, list | None, int]:
@@ -252,131 +471,66 @@ def _variable_elimination(
 ) -> MarginalsResult | MAPResult:
     """Core of :func:`variable_elimination` and ``METHODS["variable_elimination"]`` (trusts its input)."""
     t0 = time.perf_counter()
-    n = fg.n_variables
     card = fg.cardinalities
+    groups = None  # relevant groups calibrated one by one (see _relevance), or None: the whole graph
+    peeled: list = []
     if order is None:
-        order, biggest = _elimination_order(fg)
+        order, biggest, _ = _order_of(fg.factors, range(fg.n_variables), card)
+        if task == "marginals" and biggest > max_table_size:
+            # too wide as a whole: a Bayesian network may still be solved one relevant group at a time
+            grouped = _grouped_orders(fg)
+            if grouped is not None:
+                groups, peeled = grouped
+                biggest = max([1] + [g[2] for g in groups])
     else:
-        biggest = _largest_cluster(fg, order)
+        biggest, _ = _largest_cluster(fg, order)
     if biggest > max_table_size:
         raise ValueError(
             f"variable elimination would build a table of {biggest} entries, more than "
             f"`max_table_size`={max_table_size}; the model's induced width is too large for exact inference."
         )
-    maximize = task == "map"
-
-    position = {v: i for i, v in enumerate(order)}
-    buckets: list[list[_LogFactor]] = [[] for _ in range(n)]
-    constant = fg.constant
-    for f in _as_log_factors(fg):
-        if not maximize:
-            f.linearize()
-        if not f.scope:
-            constant += float(f.table)
-        else:
-            buckets[min(position[v] for v in f.scope)].append(f)
-
-    clusters: list[tuple] = []  # per step: cluster scope
-    tables: list[np.ndarray] = []  # per step: cluster table (product of bucket factors)
-    messages: list[_LogFactor] = []  # per step: message to the parent step
-    parent = np.full(n, -1, dtype=np.int64)
-    roots_total = constant
-    for step, v in enumerate(order):
-        bucket = buckets[step]
-        scope = tuple(sorted({v}.union(*(f.scope for f in bucket))))
-        axis = scope.index(v)
-        msg_scope = scope[:axis] + scope[axis + 1 :]
-        if maximize:
-            table = _product(bucket, scope, card)
-            msg_table = np.squeeze(_max_keep(table, axis), axis=axis)
-            tables.append(table)
-            message = _LogFactor(msg_scope, msg_table)
-        elif sum(f.span for f in bucket) < _LINEAR_SPAN:
-            lin, c = _linear_product(bucket, scope, card)
-            summed = lin.sum(axis=axis)
-            with np.errstate(divide="ignore"):
-                msg_table = np.log(summed) + c
-            tables.append((lin, np.full(msg_table.shape, c)))  # the cluster's table is exp(c) * lin
-            message = _LogFactor(msg_scope, msg_table)
-            top = float(summed.max()) if summed.size else 0.0
-            if top > 0:  # the linear form of the message without another exp
-                message.lin = summed / top
-                message.shift = float(np.log(top)) + c
-                message.span = -float(np.log(message.lin[message.lin > 0].min()))
-        else:
-            lin, msg_table, m = _sum_out(_product(bucket, scope, card), axis)
-            tables.append((lin, m))  # the cluster's table is exp(m) * lin
-            message = _LogFactor(msg_scope, msg_table).linearize()
-        clusters.append(scope)
-        messages.append(message)
-        if msg_scope:
-            p = min(position[u] for u in msg_scope)
-            parent[step] = p
-            buckets[p].append(messages[-1])
-        else:
-            # a root: its message is the max (or log-sum) of its connected component
-            roots_total += float(msg_table)
-
-    if maximize:
-        if roots_total == -np.inf:
-            raise no_support("the MAP assignment is")
-        assignment = np.zeros(n, dtype=np.int64)
-        for step in range(n - 1, -1, -1):
-            scope = clusters[step]
-            v = order[step]
-            index = tuple(slice(None) if u == v else int(assignment[u]) for u in scope)
-            assignment[v] = int(np.argmax(tables[step][index]))
+    if task == "map":
+        assignment = _max_product(fg, order)
         return map_result(assignment, fg.score(assignment), t0, METHOD)
+    if groups is None:
+        groups = [(fg.factors, order, biggest)]
+    marginals: dict[int, np.ndarray] = {}
+    # with no group every factor is a normalized conditional table (see _relevance): Z = exp(constant)
+    log_z = fg.constant
+    for i, (factors, group_order, _) in enumerate(groups):
+        scopes, lins, sums, parent, group_log_z = _upward(factors, fg.constant, card, group_order)
+        if group_log_z == -np.inf:
+            raise no_support("the marginals are")
+        log_z = group_log_z if i == 0 else log_z  # the same in every group, up to rounding
+        for v, m in _downward(group_order, scopes, lins, sums, parent).items():
+            marginals.setdefault(v, m)
+    for x, factor, p in peeled:  # parents first: a peeled variable's table times its parent's marginal
+        lin = np.exp(factor.to_table())
+        if p < 0:
+            m = lin
+        elif int(factor.variables[0]) == x:
+            m = lin @ marginals[p]
+        else:
+            m = marginals[p] @ lin
+        marginals[x] = m / m.sum()
+    return marginals_result([marginals[v] for v in range(fg.n_variables)], log_z, t0, METHOD)
 
-    log_z = roots_total
-    if log_z == -np.inf:
-        raise no_support("the marginals are")
-    # Downward pass, parents before children. A cluster's belief is kept as exp(belief - shift) with
-    # its shift: separator and marginal sums are plain sums of it. The upward pass kept each cluster
-    # as exp(table - m), m per separator configuration, so the belief costs no exp of the cluster
-    # here: that array times exp(m + downward message), an array of the separator's size.
-    separators: list[tuple[np.ndarray, float] | None] = [None] * n  # per step: parent's belief summed to its scope
-    marginals: list[np.ndarray | None] = [None] * n
-    children: list[list[int]] = [[] for _ in range(n)]
-    for step in range(n):
-        if parent[step] >= 0:
-            children[parent[step]].append(step)
-    for step in range(n - 1, -1, -1):
-        scope = clusters[step]
-        kept = tables[step]
-        tables[step] = None  # not needed any more
-        v = order[step]
-        axis = scope.index(v)
-        p = parent[step]
-        down = None
-        if p >= 0:
-            # separator belief from the parent, divided by this cluster's upward message (0/0 = 0)
-            sep, pshift = separators[step]
-            separators[step] = None
-            with np.errstate(divide="ignore"):
-                sep = np.log(sep.reshape(messages[step].table.shape)) + pshift
-            with np.errstate(invalid="ignore"):
-                down = np.where(np.isneginf(sep), -np.inf, sep - messages[step].table)
-        # belief = table + down = log(lin) + (m + down), and m + down has the separator's shape
-        lin, m = kept
-        w = m if down is None else m + down
-        shift = float(np.max(w))
-        shift = shift if np.isfinite(shift) else 0.0
-        others = [i for i in range(len(scope)) if i != axis]
-        if children[step]:
-            lin *= np.expand_dims(np.exp(w - shift), axis)  # lin is this cluster's own array
-            for c in children[step]:
-                drop = tuple(i for i, u in enumerate(scope) if u not in messages[c].scope)
-                separators[c] = (lin.sum(axis=drop) if drop else lin, shift)
-            # a child's separator holds v (v's position is its parent): v's marginal is summed from the smallest
-            c = min(children[step], key=lambda c: separators[c][0].size)
-            sep = separators[c][0]
-            k = messages[c].scope.index(v)
-            m = sep.sum(axis=tuple(i for i in range(sep.ndim) if i != k)) if sep.ndim > 1 else sep
-        else:  # a leaf needs only its marginal: one contraction, no belief array
-            m = np.einsum(lin, list(range(len(scope))), np.exp(w - shift), others, [axis])
-        marginals[v] = m / m.sum()
-    return marginals_result(marginals, log_z, t0, METHOD)
+
+def _grouped_orders(fg: FactorGraph) -> tuple[list, list] | None:
+    """Relevant groups of a Bayesian-network-shaped graph with their elimination orders.
+
+    Returns ``([(factors, order, largest cluster), ...], peeled)`` (see
+    :func:`._relevance.relevant_groups`), or None when the graph has no such structure.
+    """
+    found = relevant_groups(fg)
+    if found is None:
+        return None
+    groups, peeled = found
+    out = []
+    for variables, factors in groups:
+        order, biggest, _ = _order_of(factors, variables, fg.cardinalities)
+        out.append((factors, order, biggest))
+    return out, peeled
 
 
 def variable_elimination(
@@ -400,6 +554,8 @@ def variable_elimination(
     max_table_size : int, default 2**25
         Largest intermediate table allowed (entries). Checked before any table is built: a model
         whose induced width is too large raises ``ValueError`` instead of running out of memory.
+        For marginals without ``order``, a Bayesian network (normalized conditional tables) that is
+        too wide as a whole is first tried one relevant group at a time (see Notes).
 
     Returns
     -------
@@ -416,8 +572,15 @@ def variable_elimination(
     Notes
     -----
     Cost is ``O(sum of cluster table sizes)``, exponential only in the induced width of the order.
-    Downward messages use Hugin-style division in log space with the convention ``0 / 0 = 0``, which
-    is exact: a cluster configuration whose separator message is zero has zero belief.
+    Downward messages use Hugin-style division with the convention ``0 / 0 = 0``, which is exact: a
+    cluster configuration whose separator message is zero has zero belief.
+
+    The relevant groups of a Bayesian network: a variable's marginal only depends on its ancestors
+    and those of the variables of non-conditional factors (evidence likelihoods); the rest is barren
+    and sums to 1. When the whole clique tree is too large, each leaf with two or more parents gets
+    a calibration of its ancestral set, and leaves with at most one parent are computed from their
+    parent's marginal; every marginal stays exact (conditional tables are recognized when they sum to
+    1 within 1e-12).
 
     Examples
     --------
