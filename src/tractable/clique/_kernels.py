@@ -686,35 +686,11 @@ def subset_pass_labels(phi, S, kind, table, W):
             for t in range(best_k):
                 labels[order[t]] = in_lab[order[t]]
             return labels
-        suf[n] = 0.0
-        for t in range(n - 1, -1, -1):
-            suf[t] = suf[t + 1] + outv[order[t]]
-        for y in range(m):
-            c[y] = 0
-        for u in range(n):
-            c[out_lab[u]] += 1
-        fin, ninf = _sum_terms(c, table) if kind == KIND_SUM else (0.0, 0)
-        pre = 0.0
-        for k in range(n + 1):
-            if k > 0:
-                u = order[k - 1]
-                a = out_lab[u]
-                b = in_lab[u]
-                pre += inv[u]
-                c[a] -= 1
-                c[b] += 1
-                if kind == KIND_SUM:
-                    fin, ninf = _sum_shift(fin, ninf, table, a, c[a] + 1, c[a])
-                    fin, ninf = _sum_shift(fin, ninf, table, b, c[b] - 1, c[b])
-            if kind == KIND_SUM:
-                cv = -np.inf if ninf > 0 else fin
-            else:
-                cv = clique_value(c, kind, table, W)
-            v = pre + suf[k] + cv
-            if v > best_v or best_p < 0:
-                best_v = v
-                best_p = p
-                best_k = k
+        v, k = _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf)
+        if v > best_v or best_p < 0:
+            best_v = v
+            best_p = p
+            best_k = k
     return out_lab  # unreachable: the loop returns at p == P
 
 
@@ -784,8 +760,9 @@ def _before(ka, ua, kb, ub):
 def _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf):
     """Best ``(value, k)`` of one sweep: the first ``k`` nodes of ``order`` take their in-label.
 
-    Same candidates and first-best tie-breaking as :func:`subset_pass_labels`; ``c`` (m,) and ``suf``
-    (n+1,) are work arrays.
+    Ties go to the first best ``k``; :func:`subset_pass_labels` and :func:`pair_pass_labels` keep the
+    first best sweep, so the labelling is the first best (subset, k). ``c`` (m,) and ``suf`` (n+1,)
+    are work arrays.
     """
     n = order.shape[0]
     m = c.shape[0]
