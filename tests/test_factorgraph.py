@@ -41,6 +41,28 @@ def test_condition_keeps_scores_of_consistent_assignments():
             assert sub.score([a, c]) == fg.score([a, 1, c])
 
 
+def test_conditioned_factors_are_read_only_and_leave_the_graph_unchanged():
+    # conditioning builds its factors without re-validating them; they must still be read-only
+    # TableFactors over the new numbering, and the original graph must be untouched
+    rng = np.random.default_rng(0)
+    fg = FactorGraph([2, 3, 2, 2])
+    tables = [rng.normal(size=(2, 3, 2)), rng.normal(size=(3, 2)), rng.normal(size=(2,))]
+    for scope, t in zip([[0, 1, 2], [1, 3], [2]], tables):
+        fg.add_factor(TableFactor(scope, t))
+    before = [f.log_table.copy() for f in fg.factors]
+    sub = fg.condition({1: 2})
+    assert [f.variables.tolist() for f in sub.factors] == [[0, 1], [2], [1]]
+    np.testing.assert_array_equal(sub.factors[0].log_table, tables[0][:, 2, :])
+    np.testing.assert_array_equal(sub.factors[1].log_table, tables[1][2, :])
+    for f in sub.factors:
+        assert isinstance(f, TableFactor) and f.log_table.dtype == np.float64
+        assert not f.log_table.flags.writeable and not f.variables.flags.writeable
+    for f, b in zip(fg.factors, before):
+        np.testing.assert_array_equal(f.log_table, b)
+    for y in np.ndindex(2, 2, 2):
+        assert sub.score(list(y)) == pytest.approx(fg.score([y[0], 2, y[1], y[2]]), rel=1e-15)
+
+
 def test_condition_folds_fully_observed_factors_into_constant():
     fg = small_graph()
     sub = fg.condition({0: 1, 1: 2, 2: 0})

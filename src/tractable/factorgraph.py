@@ -186,6 +186,21 @@ class TableFactor(Factor):
         table.flags.writeable = False
         self.log_table = table
 
+    @classmethod
+    def _trusted(cls, variables: np.ndarray, log_table: np.ndarray) -> TableFactor:
+        """A factor from parts that are valid by construction, without checks or copies.
+
+        ``variables``: distinct non-negative int64 indices; ``log_table``: float64 of matching shape,
+        no NaN or ``+inf``. Both are made read-only (shared with the caller, who must not write them).
+        Used where the library derives a factor from a valid one (conditioning, renumbering).
+        """
+        factor = cls.__new__(cls)
+        variables.flags.writeable = False
+        log_table.flags.writeable = False
+        factor.variables = variables
+        factor.log_table = log_table
+        return factor
+
     def __repr__(self) -> str:
         return f"TableFactor(variables={self.variables.tolist()}, shape={self.log_table.shape})"
 
@@ -206,7 +221,7 @@ class TableFactor(Factor):
             return float(sub)
         if len(kept) == len(self.variables):
             return self
-        return TableFactor(kept, sub)
+        return TableFactor._trusted(np.array(kept, dtype=np.int64), np.ascontiguousarray(sub))
 
     def check_cardinalities(self, cardinalities: np.ndarray) -> None:
         cardinalities = _check_cardinality_array(cardinalities, self.variables)
@@ -708,7 +723,9 @@ class FactorGraph:
         factors = []
         for factor in self._factors:
             sub = factor.condition(ev)
-            if isinstance(sub, Factor):
+            if isinstance(sub, TableFactor):  # the mapping is valid by construction: no checks, no copy
+                factors.append(TableFactor._trusted(mapping[sub.variables], sub.log_table))
+            elif isinstance(sub, Factor):
                 factors.append(sub.relabel(mapping))
             else:
                 constant += sub
