@@ -551,6 +551,7 @@ def alpha_pass_labels(phi, kind, table, W):
         b1[u] = i1
         b2[u] = i2
     out = np.empty(n, dtype=np.int64)
+    in_lab = np.empty(n, dtype=np.int64)
     inv = np.empty(n)
     outv = np.empty(n)
     keys = np.empty(n)
@@ -570,34 +571,13 @@ def alpha_pass_labels(phi, kind, table, W):
             outv[u] = phi[u, o]
             keys[u] = -_move_key(inv[u], outv[u])
         _argsort_stable(keys, n, order, buf)
-        suf[n] = 0.0
-        for t in range(n - 1, -1, -1):
-            suf[t] = suf[t + 1] + outv[order[t]]
-        for y in range(m):
-            c[y] = 0
         for u in range(n):
-            c[out[u]] += 1
-        fin, ninf = _sum_terms(c, table) if kind == KIND_SUM else (0.0, 0)
-        pre = 0.0
-        for k in range(n + 1):
-            if k > 0:
-                u = order[k - 1]
-                pre += inv[u]
-                o = out[u]
-                c[o] -= 1
-                c[alpha] += 1
-                if kind == KIND_SUM:
-                    fin, ninf = _sum_shift(fin, ninf, table, o, c[o] + 1, c[o])
-                    fin, ninf = _sum_shift(fin, ninf, table, alpha, c[alpha] - 1, c[alpha])
-            if kind == KIND_SUM:
-                cv = -np.inf if ninf > 0 else fin
-            else:
-                cv = clique_value(c, kind, table, W)
-            v = pre + suf[k] + cv
-            if v > best_v or best_alpha < 0:
-                best_v = v
-                best_alpha = alpha
-                best_k = k
+            in_lab[u] = alpha
+        v, k = _sweep_best(order, in_lab, out, inv, outv, kind, table, W, c, suf)
+        if v > best_v or best_alpha < 0:
+            best_v = v
+            best_alpha = alpha
+            best_k = k
     alpha = best_alpha
     labels = np.empty(n, dtype=np.int64)
     for u in range(n):
@@ -760,9 +740,9 @@ def _before(ka, ua, kb, ub):
 def _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf):
     """Best ``(value, k)`` of one sweep: the first ``k`` nodes of ``order`` take their in-label.
 
-    Ties go to the first best ``k``; :func:`subset_pass_labels` and :func:`pair_pass_labels` keep the
-    first best sweep, so the labelling is the first best (subset, k). ``c`` (m,) and ``suf`` (n+1,)
-    are work arrays.
+    Ties go to the first best ``k``; :func:`alpha_pass_labels`, :func:`subset_pass_labels` and
+    :func:`pair_pass_labels` keep the first best sweep, so the labelling is the first best (subset, k).
+    ``c`` (m,) and ``suf`` (n+1,) are work arrays.
     """
     n = order.shape[0]
     m = c.shape[0]
