@@ -421,6 +421,24 @@ def test_a_network_too_wide_as_a_whole_is_solved_by_relevant_groups():
     assert full.log_partition == pytest.approx(ref.log_partition, rel=1e-12)
 
 
+def test_impossible_evidence_is_reported_by_the_grouped_path_too():
+    rng = np.random.default_rng(7)
+    fg = _pairs_network(7, rng)
+    # leaf 7 (roots 0, 1) never takes state 2: its table stays conditional, the evidence is impossible
+    factors = list(fg.factors)
+    k = next(i for i, f in enumerate(factors) if f.variables.tolist() == [0, 1, 7])
+    p = np.zeros((2, 2, 3))
+    p[..., :2] = rng.dirichlet(np.ones(2), size=(2, 2))
+    impossible = FactorGraph(fg.cardinalities.tolist())
+    for i, f in enumerate(factors):
+        with np.errstate(divide="ignore"):
+            impossible.add_factor(TableFactor(f.variables.tolist(), np.log(p) if i == k else f.log_table))
+    sub = impossible.condition({7: 2})
+    assert elimination_order(sub)[1] > 32  # too wide as a whole: the relevant groups run
+    with pytest.raises(ZeroPartitionError, match="no configuration has non-zero probability"):
+        variable_elimination(sub, max_table_size=32)
+
+
 def test_tables_that_are_not_normalized_are_not_dropped():
     rng = np.random.default_rng(6)
     fg = _pairs_network(6, rng)
