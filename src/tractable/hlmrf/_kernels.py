@@ -16,6 +16,14 @@ multiplier solves a monotone 1-D equation exactly: sort the breakpoints, locate 
 bisection over them, and solve the linear equation on that segment. This is exact for any arity
 (the paper solves the hinge case in closed form only for up to two unknowns and calls an interior
 point method for squared hinges with more than one unknown).
+
+Hinges and squared hinges with one or two unknowns (all of the opinion-diffusion models, and most
+PSL rules) take a branch-free route instead (:func:`pair_multiplier`): ``g`` is evaluated at 0,
+at the upper end of the multiplier's range and at the four breakpoints, and the root is
+interpolated on the one linear piece that brackets it. The terms of a block are ordered so that
+these come first (:func:`fast_counts`), and their loop is vectorized by the compiler (AVX-512 on
+the benchmark machine): 3-4x less time per term than the general code, whose data-dependent
+branches stall on outcomes close to 50/50.
 """
 
 from __future__ import annotations
@@ -210,9 +218,127 @@ def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
             root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
 
 
+#: fast-math flags of the vectorized loops over terms with at most two unknowns: sums may be
+#: reassociated (only the residual norms are sums), fused multiply-adds, no signed zeros; no
+#: assumption about NaN or infinities (the squared hinges use an infinite upper end)
+VECTOR_MATH = {"reassoc", "contract", "nsz"}
+
+
+@njit(inline="always")
+def _pair_g(lam, d0, d1, c0, c1, e0, e1, b, ik):
+    """``c·clip(d - lam e) + b - ik lam`` for two unknowns."""
+    return b + c0 * min(max(d0 - lam * e0, 0.0), 1.0) + c1 * min(max(d1 - lam * e1, 0.0), 1.0) - ik * lam
+
+
+@njit(inline="always")
+def _pair_keep(p, fp, lo, flo, hi, fhi):
+    """Bracket update: ``p`` replaces ``lo`` (largest point with F > 0) or ``hi`` (smallest with F <= 0)."""
+    pos = fp > 0.0
+    to_lo = pos and p > lo
+    to_hi = (not pos) and p < hi
+    return (p if to_lo else lo), (fp if to_lo else flo), (p if to_hi else hi), (fp if to_hi else fhi)
+
+
+@njit(inline="always")
+def pair_multiplier(d0, d1, c0, c1, e0, e1, b, ik, top):
+    """The multiplier ``lam`` of a local problem or projection with at most two unknowns.
+
+    The minimizer is ``x = clip(d - lam e, 0, 1)`` (module docstring; ``e_i = c_i sc_i``, the
+    step scaled per component as in :func:`root_multiplier`, ``e = c`` for the ADMM local updates)
+    with ``lam`` the root in ``[0, top]`` of ``F(lam) = c·clip(d - lam e) + b - ik lam``:
+    ``ik = 0`` and ``top = w / rho`` for a hinge (``lam = top`` on the linear side, when
+    ``F(top) > 0``), ``ik = rho / (2 w)`` and ``top = inf`` for a squared hinge (``w > 0`` in both),
+    ``ik = 0`` and ``top = inf`` for a constraint ``<= 0`` (``inf`` when the hyperplane misses the
+    box: the caller takes the limit). ``lam = 0`` when ``F(0) <= 0`` (clip first). ``F`` is
+    continuous, non-increasing and linear between the breakpoints ``d_i / e_i`` and
+    ``(d_i - 1) / e_i``; evaluated at 0, ``top`` and the breakpoints clipped into ``[0, top]``,
+    the largest point with ``F > 0`` and the smallest with ``F <= 0`` bracket the root with no
+    breakpoint between them, so linear interpolation is exact (beyond the last breakpoint every
+    component is clipped and ``F`` has slope ``-ik``). One unknown: pass ``d1 = c1 = e1 = 0``. No
+    data-dependent branch, so loops over many terms vectorize.
+    """
+    f0 = _pair_g(0.0, d0, d1, c0, c1, e0, e1, b, ik)
+    ftop = _pair_g(top, d0, d1, c0, c1, e0, e1, b, ik)  # may be -inf or NaN for top = inf
+    top_pos = ftop > 0.0
+    top_neg = ftop <= 0.0
+    lo = top if top_pos else 0.0
+    flo = ftop if top_pos else f0
+    hi = top if top_neg else np.inf
+    fhi = ftop if top_neg else -np.inf
+    i0 = 1.0 / e0 if e0 != 0.0 else 0.0
+    i1 = 1.0 / e1 if e1 != 0.0 else 0.0
+    p = min(max(d0 * i0, 0.0), top)
+    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
+    p = min(max((d0 - 1.0) * i0, 0.0), top)
+    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
+    p = min(max(d1 * i1, 0.0), top)
+    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
+    p = min(max((d1 - 1.0) * i1, 0.0), top)
+    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
+    # the divisors are positive whenever their quotient is used (flo > 0 >= fhi; ik > 0)
+    span = flo - fhi
+    if hi < np.inf:
+        lam = lo + flo * (hi - lo) / (span if span > 0.0 else 1.0)
+    elif ik > 0.0:
+        lam = lo + flo / ik
+    else:
+        lam = top
+    return 0.0 if f0 <= 0.0 else lam
+
+
+@njit(inline="always")
+def _pair_x(d, e, lam):
+    """``clip(d - lam e, 0, 1)``, with the limit for ``lam = inf`` (and ``clip(d)`` where ``e = 0``)."""
+    return min(max(d - (lam * e if e != 0.0 else 0.0), 0.0), 1.0)
+
+
+@njit(inline="always")
+def _projection_multiplier(d0, d1, c0, c1, e0, e1, b, eq):
+    """``(lam, sign)`` of the projection onto ``{c·x + b <= 0}`` (``== 0`` when ``eq``) ∩ box; the
+    point is ``clip(d - lam sign e)``."""
+    f0 = b + c0 * min(max(d0, 0.0), 1.0) + c1 * min(max(d1, 0.0), 1.0)
+    sgn = -1.0 if (eq and f0 < 0.0) else 1.0
+    return pair_multiplier(d0, d1, sgn * c0, sgn * c1, sgn * e0, sgn * e1, sgn * b, 0.0, np.inf), sgn
+
+
+@njit(inline="always")
+def fast_eligible(k, kind, w):
+    """Whether a term takes :func:`pair_multiplier`: a hinge or squared hinge, weight > 0, 1-2 unknowns."""
+    return (k == 1 or k == 2) and (kind == KIND_HINGE or kind == KIND_SQUARED) and w > 0.0
+
+
+@njit
+def fast_counts(indptr, kind, weight):
+    """``(n_pair, n_single)``: the leading run of terms with two unknowns that take
+    :func:`pair_multiplier`, then the run of such terms with one unknown right after it."""
+    n_terms = indptr.shape[0] - 1
+    t = 0
+    while t < n_terms and indptr[t + 1] - indptr[t] == 2 and fast_eligible(2, kind[t], weight[t]):
+        t += 1
+    n_pair = t
+    while t < n_terms and indptr[t + 1] - indptr[t] == 1 and fast_eligible(1, kind[t], weight[t]):
+        t += 1
+    return n_pair, t - n_pair
+
+
+def kernel_order(indptr, kind, weight) -> np.ndarray:
+    """A stable permutation of the terms putting those with two unknowns that take
+    :func:`pair_multiplier` first, then those with one, then the rest (the layout
+    :func:`block_pass` vectorizes; ``indptr`` of shape (n_terms + 1,))."""
+    k = np.diff(indptr)
+    fast = ((k == 1) | (k == 2)) & ((kind == KIND_HINGE) | (kind == KIND_SQUARED)) & (weight > 0)
+    group = np.where(fast, 2 - k, 2)
+    return np.argsort(group, kind="stable")
+
+
 @njit
 def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
-    """Apply :func:`local_update` to every term; ``d`` and ``out`` are per local copy."""
+    """Apply the local update to every term; ``d`` and ``out`` are per local copy.
+
+    Hinges and squared hinges with one or two unknowns take :func:`pair_multiplier`, as in
+    :func:`block_pass`, and constraints with one or two unknowns the projection of
+    :func:`consensus_step` (:func:`_projection_multiplier`); the other terms :func:`local_update`.
+    """
     maxk = 1
     for t in range(indptr.shape[0] - 1):
         maxk = max(maxk, indptr[t + 1] - indptr[t])
@@ -220,22 +346,145 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
     ones = np.ones(d.shape[0])
     for t in range(indptr.shape[0] - 1):
         s = indptr[t]
-        local_update(kind[t], d, ones, s, coef, s, const[t], weight[t], rho, indptr[t + 1] - s, out, bp, 0)
+        k = indptr[t + 1] - s
+        d1 = d[s + 1] if k == 2 else 0.0
+        c1 = coef[s + 1] if k == 2 else 0.0
+        if fast_eligible(k, kind[t], weight[t]):
+            sq = kind[t] == KIND_SQUARED
+            ik = rho / (2.0 * weight[t]) if sq else 0.0
+            top = np.inf if sq else weight[t] / rho
+            lam = pair_multiplier(d[s], d1, coef[s], c1, coef[s], c1, const[t], ik, top)
+            for j in range(s, s + k):
+                out[j] = _clip01(d[j] - lam * coef[j])
+        elif k <= 2 and kind[t] >= KIND_LEQ:
+            # the consensus step's projections (norm weights 1 here)
+            lam, sgn = _projection_multiplier(d[s], d1, coef[s], c1, coef[s], c1, const[t], kind[t] == KIND_EQ)
+            for j in range(s, s + k):
+                out[j] = _pair_x(d[j], sgn * coef[j], lam)
+        else:
+            local_update(kind[t], d, ones, s, coef, s, const[t], weight[t], rho, k, out, bp, 0)
+
+
+@njit(fastmath=VECTOR_MATH, error_model="numpy")
+def _fast_terms(n_pair, n_single, zz, coef, const, weight, kind, x, y, rho, alpha, sums):
+    """Steps 1-3 of :func:`block_pass` for its leading fast terms (``zz[j]``: the consensus value of copy
+    ``j``); one straight-line loop per arity, which the compiler vectorizes. Adds the three partial
+    squared norms to ``sums``."""
+    inv_rho = 1.0 / rho
+    beta = 1.0 - alpha
+    primal = 0.0
+    xnorm = 0.0
+    ynorm = 0.0
+    for t in range(n_pair):
+        j0 = 2 * t
+        j1 = j0 + 1
+        z0 = zz[j0]
+        z1 = zz[j1]
+        x0 = x[j0]
+        x1 = x[j1]
+        r0 = x0 - z0
+        r1 = x1 - z1
+        primal += r0 * r0 + r1 * r1
+        xnorm += x0 * x0 + x1 * x1
+        y0 = y[j0] + rho * r0
+        y1 = y[j1] + rho * r1
+        y[j0] = y0
+        y[j1] = y1
+        ynorm += y0 * y0 + y1 * y1
+        d0 = z0 - y0 * inv_rho
+        d1 = z1 - y1 * inv_rho
+        c0 = coef[j0]
+        c1 = coef[j1]
+        w = weight[t]
+        sq = kind[t] == KIND_SQUARED
+        ik = rho / (2.0 * w) if sq else 0.0
+        lam = pair_multiplier(d0, d1, c0, c1, c0, c1, const[t], ik, np.inf if sq else w * inv_rho)
+        x[j0] = alpha * min(max(d0 - lam * c0, 0.0), 1.0) + beta * z0
+        x[j1] = alpha * min(max(d1 - lam * c1, 0.0), 1.0) + beta * z1
+    base = 2 * n_pair
+    for u in range(n_single):
+        t = n_pair + u
+        j = base + u
+        z0 = zz[j]
+        x0 = x[j]
+        r0 = x0 - z0
+        primal += r0 * r0
+        xnorm += x0 * x0
+        y0 = y[j] + rho * r0
+        y[j] = y0
+        ynorm += y0 * y0
+        d0 = z0 - y0 * inv_rho
+        c0 = coef[j]
+        w = weight[t]
+        sq = kind[t] == KIND_SQUARED
+        ik = rho / (2.0 * w) if sq else 0.0
+        lam = pair_multiplier(d0, 0.0, c0, 0.0, c0, 0.0, const[t], ik, np.inf if sq else w * inv_rho)
+        x[j] = alpha * min(max(d0 - lam * c0, 0.0), 1.0) + beta * z0
+    sums[0] += primal
+    sums[1] += xnorm
+    sums[2] += ynorm
 
 
 @njit
-def block_pass(indptr, idx, coef, const, weight, kind, x, y, zl, rho, alpha, acc, sums, scratch):
+def constraint_counts(indptr):
+    """``(n_pair, n_single)`` of consensus-step constraints: the leading run with two unknowns, then the
+    run with one right after it (projected by :func:`_fast_projections`)."""
+    n = indptr.shape[0] - 1
+    t = 0
+    while t < n and indptr[t + 1] - indptr[t] == 2:
+        t += 1
+    n_pair = t
+    while t < n and indptr[t + 1] - indptr[t] == 1:
+        t += 1
+    return n_pair, t - n_pair
+
+
+def constraint_order(indptr) -> np.ndarray:
+    """A stable permutation of constraints putting those with two unknowns first, then one, then the rest."""
+    k = np.diff(indptr)
+    return np.argsort(np.where(k == 2, 0, np.where(k == 1, 1, 2)), kind="stable")
+
+
+@njit(fastmath=VECTOR_MATH, error_model="numpy")
+def _fast_projections(n_pair, n_single, d, sc, coef, const, kind, out):
+    """The projections of :func:`consensus_step` for its leading constraints with two unknowns, then
+    one (copies ``j``: target ``d[j]``, norm weight ``1 / sc[j]``), into ``out``; vectorized."""
+    for t in range(n_pair):
+        j0 = 2 * t
+        j1 = j0 + 1
+        e0 = coef[j0] * sc[j0]
+        e1 = coef[j1] * sc[j1]
+        lam, sgn = _projection_multiplier(d[j0], d[j1], coef[j0], coef[j1], e0, e1, const[t], kind[t] == KIND_EQ)
+        out[j0] = _pair_x(d[j0], sgn * e0, lam)
+        out[j1] = _pair_x(d[j1], sgn * e1, lam)
+    base = 2 * n_pair
+    for u in range(n_single):
+        t = n_pair + u
+        j = base + u
+        e0 = coef[j] * sc[j]
+        lam, sgn = _projection_multiplier(d[j], 0.0, coef[j], 0.0, e0, 0.0, const[t], kind[t] == KIND_EQ)
+        out[j] = _pair_x(d[j], sgn * e0, lam)
+
+
+@njit
+def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, zl, rho, alpha, acc, sums, scratch, zz):
     """The term half of one consensus-ADMM iteration over one block of terms, in place.
 
     The block's terms use local copies ``indptr[t]:indptr[t + 1]`` of its *local* variables
     ``idx[...]`` (any numbering; ``zl`` holds their current consensus values). For every copy ``j``
-    (variable ``v = idx[j]``) the pass does, in one sweep:
+    (variable ``v = idx[j]``) the pass does:
 
     1. the multiplier update of the previous iteration, ``y_j += rho (x_j - zl_v)``;
     2. the exact local update of its term from the target ``d_j = zl_v - y_j / rho`` (clip first,
-       the linear side of a hinge, then one Newton step or :func:`root_multiplier`);
+       the linear side of a hinge, then one Newton step or :func:`root_multiplier`; for the first
+       ``n_pair + n_single`` terms :func:`pair_multiplier`);
     3. over-relaxation ``x_j = alpha x_j + (1 - alpha) zl_v``;
     4. the scatter-add ``acc[v] += x_j + y_j / rho``.
+
+    The first ``n_pair`` terms have two unknowns, the next ``n_single`` one, and all of them take
+    :func:`pair_multiplier` (:func:`fast_counts`, :func:`kernel_order`): they are gathered into
+    ``zz`` (length at least ``2 n_pair + n_single``), run in one vectorized loop
+    (:func:`_fast_terms`) and scattered; the other terms run in one sweep each.
 
     ``acc`` (one per local variable) is overwritten; ``sums`` receives the partial squared norms
     ``(sum_j (x_j - zl_v)^2, sum_j x_j^2, sum_j y_j^2)`` of step 1 (the previous iteration's
@@ -252,10 +501,19 @@ def block_pass(indptr, idx, coef, const, weight, kind, x, y, zl, rho, alpha, acc
         acc[v] = 0.0
     inv_rho = 1.0 / rho
     beta = 1.0 - alpha
+    n_fast = 2 * n_pair + n_single
+    for j in range(n_fast):
+        zz[j] = zl[idx[j]]
+    sums[0] = 0.0
+    sums[1] = 0.0
+    sums[2] = 0.0
+    _fast_terms(n_pair, n_single, zz, coef, const, weight, kind, x, y, rho, alpha, sums)
+    for j in range(n_fast):
+        acc[idx[j]] += x[j] + y[j] * inv_rho
     primal = 0.0
     xnorm = 0.0
     ynorm = 0.0
-    for t in range(n_terms):
+    for t in range(n_pair + n_single, n_terms):
         s = indptr[t]
         k = indptr[t + 1] - s
         # multiplier update of the previous iteration, then clip first (alpha^(1)): most terms stop there
@@ -336,9 +594,9 @@ def block_pass(indptr, idx, coef, const, weight, kind, x, y, zl, rho, alpha, acc
             xh = alpha * x[j] + beta * zl[v]
             x[j] = xh
             acc[v] += xh + y[j] * inv_rho
-    sums[0] = primal
-    sums[1] = xnorm
-    sums[2] = ynorm
+    sums[0] += primal
+    sums[1] += xnorm
+    sums[2] += ynorm
 
 
 @njit
@@ -373,10 +631,11 @@ def consensus_step(
     residual), ``stats[2]``, ``stats[3]`` (its tolerances) are set from ``sums``; when both residuals
     are below their tolerances and ``stop`` is true, ``z`` is left as is and True returned. Otherwise ``z`` becomes the
     clipped copy average, then each consensus-step constraint (``zc_*``, disjoint supports) is
-    projected in the norm weighted by ``cnt``; ``stats[1]`` (dual residual ``rho ||z - z_prev||``
+    projected in the norm weighted by ``cnt`` (the leading run with two unknowns, then one, of
+    :func:`constraint_counts` in one vectorized loop); ``stats[1]`` (dual residual ``rho ||z - z_prev||``
     weighted by ``cnt``) and ``stats[4]`` (``||z||`` weighted by ``cnt``) are updated. ``z_old`` (length
-    ``n``), ``d``, ``sc`` (largest constraint arity), ``bp`` (twice that), ``zbuf`` (``zc_idx``'s length)
-    are scratch.
+    ``n``), ``d``, ``sc``, ``zbuf`` (``zc_idx``'s length) and ``bp`` (twice the largest constraint
+    arity) are scratch.
     """
     n = z.shape[0]
     sqrt_p = np.sqrt(n_copies)
@@ -392,16 +651,17 @@ def consensus_step(
         else:
             acc[v] = z[v]
         z[v] = _clip01(acc[v])
-    for t in range(zc_indptr.shape[0] - 1):
+    for j in range(zc_idx.shape[0]):
+        v = zc_idx[j]
+        d[j] = acc[v]
+        sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
+    n_pair, n_single = constraint_counts(zc_indptr)
+    _fast_projections(n_pair, n_single, d, sc, zc_coef, zc_const, zc_kind, zbuf)
+    for t in range(n_pair + n_single, zc_indptr.shape[0] - 1):
         s = zc_indptr[t]
-        k = zc_indptr[t + 1] - s
-        for j in range(k):
-            v = zc_idx[s + j]
-            d[j] = acc[v]
-            sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
-        local_update(zc_kind[t], d, sc, 0, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp, 0)
-        for j in range(k):
-            z[zc_idx[s + j]] = zbuf[s + j]
+        local_update(zc_kind[t], d, sc, s, zc_coef, s, zc_const[t], 0.0, rho, zc_indptr[t + 1] - s, zbuf, bp, 0)
+    for j in range(zc_idx.shape[0]):
+        z[zc_idx[j]] = zbuf[j]
     dual = 0.0
     znorm = 0.0
     for v in range(n):
@@ -453,7 +713,9 @@ def admm_run(
     With ``stop`` false the residuals are computed (``stats``) but never end the loop early.
 
     The one-block case of :func:`block_pass` followed by :func:`consensus_step` (the variables'
-    local numbering is the global one), in one compiled loop.
+    local numbering is the global one), in one compiled loop. Terms may come in any order; those
+    in the leading run :func:`fast_counts` finds take the vectorized loop (the solver orders them
+    with :func:`kernel_order`).
 
     ``x``: the (over-relaxed) local copies ``alpha x + (1 - alpha) z_prev`` of the last local update;
     ``y``: unscaled multipliers, one per copy; ``z``: consensus variables; ``cnt[v]``: number of
@@ -471,16 +733,20 @@ def admm_run(
     n = z.shape[0]
     maxk = max(max_arity(indptr), max_arity(zc_indptr))
     scratch = np.empty(4 * maxk)
-    d = np.empty(maxk)
-    sc = np.empty(maxk)
+    d = np.empty(zc_idx.shape[0])
+    sc = np.empty(zc_idx.shape[0])
     bp = np.empty(2 * maxk)
     zbuf = np.empty(zc_idx.shape[0])
     acc = np.empty(n)
     z_old = np.empty(n)
     sums = np.empty(3)
     nnz = idx.shape[0]
+    n_pair, n_single = fast_counts(indptr, kind, weight)
+    zz = np.empty(2 * n_pair + n_single)
     for it in range(n_steps):
-        block_pass(indptr, idx, coef, const, weight, kind, x, y, z, rho, alpha, acc, sums, scratch)
+        block_pass(
+            indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z, rho, alpha, acc, sums, scratch, zz
+        )
         if consensus_step(
             acc,
             sums,

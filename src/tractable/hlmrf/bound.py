@@ -221,9 +221,89 @@ def _domain(kind, w):
     return -np.inf, np.inf, 0.0
 
 
+@njit(inline="always")
+def _pair_h(theta, y0, y1, c0, c1, b, q):
+    """``h(theta)`` of a term with at most two unknowns (pad with ``y1 = c1 = 0``)."""
+    return theta * b - q * theta * theta + min(0.0, y0 + theta * c0) + min(0.0, y1 + theta * c1)
+
+
+@njit(inline="always")
+def _pair_pick(theta, y0, y1, c0, c1, b, q, best, hbest):
+    h = _pair_h(theta, y0, y1, c0, c1, b, q)
+    better = h > hbest
+    return (theta if better else best), (h if better else hbest)
+
+
+@njit(inline="always")
+def pair_dual_theta(y0, y1, c0, c1, b, q, top):
+    """A maximizer in ``[0, top]`` of ``h`` for a hinge or squared hinge with at most two unknowns.
+
+    ``q = 0, top = w`` (hinge) or ``q = 1 / (4 w), top = inf`` (squared hinge, ``w > 0``). The
+    maximum of the concave ``h`` lies at 0, at ``top``, at a breakpoint ``-y_i / c_i`` or at the
+    stationary point ``S / (2 q)`` of a piece, ``S = b + sum of c_i over a subset of the unknowns``:
+    ``h`` is evaluated at all of these (clipped into ``[0, top]``, so each value is a valid bound)
+    and the best kept, with no data-dependent branch (the loops over terms vectorize).
+    """
+    best, hbest = 0.0, _pair_h(0.0, y0, y1, c0, c1, b, q)
+    best, hbest = _pair_pick(top if top < np.inf else 0.0, y0, y1, c0, c1, b, q, best, hbest)
+    i0 = 1.0 / c0 if c0 != 0.0 else 0.0
+    i1 = 1.0 / c1 if c1 != 0.0 else 0.0
+    best, hbest = _pair_pick(min(max(-y0 * i0, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+    best, hbest = _pair_pick(min(max(-y1 * i1, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+    iq = 0.5 / q if q > 0.0 else 0.0
+    best, hbest = _pair_pick(min(max(b * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+    best, hbest = _pair_pick(min(max((b + c0) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+    best, hbest = _pair_pick(min(max((b + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+    best, hbest = _pair_pick(min(max((b + c0 + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+    return best
+
+
+@njit(fastmath=_kernels.VECTOR_MATH, error_model="numpy")
+def _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, sums):
+    """:func:`block_certificate` over the leading fast terms (``zz[j]``: the consensus value of copy
+    ``j``), one straight-line loop per arity; adds (dual values, their magnitudes, sum |y|,
+    objective, rounding slack) to ``sums[0:5]``."""
+    total = 0.0
+    tmag = 0.0
+    yabs = 0.0
+    obj = 0.0
+    slack = 0.0
+    for u in range(n_pair + n_single):
+        pair = u < n_pair
+        j0 = 2 * u if pair else n_pair + u
+        j1 = j0 + 1 if pair else j0
+        m = 1.0 if pair else 0.0
+        y0 = y[j0]
+        y1 = m * y[j1]
+        c0 = coef[j0]
+        c1 = m * coef[j1]
+        b = const[u]
+        w = weight[u]
+        sq = kind[u] == _kernels.KIND_SQUARED
+        q = 0.25 / w if sq else 0.0
+        top = np.inf if sq else w
+        sv = b + c0 * zz[j0] + c1 * zz[j1]
+        pos = max(sv, 0.0)
+        obj += w * pos * pos if sq else w * pos
+        theta = pair_dual_theta(y0, y1, c0, c1, b, q, top)
+        val = _pair_h(theta, y0, y1, c0, c1, b, q)
+        total += val
+        tmag += abs(val)
+        yabs += abs(y0) + abs(y1)
+        mag = abs(theta * b) + q * theta * theta + abs(y0) + abs(theta * c0) + abs(y1) + abs(theta * c1)
+        slack += (3.0 + m + 1.0) * 2.3e-16 * mag
+    sums[0] += total
+    sums[1] += tmag
+    sums[2] += yabs
+    sums[3] += obj
+    sums[4] += slack
+
+
 @njit
 def batch_term_minima(indptr, coef, const, weight, kind, y, out):
-    """:func:`_dual_term` for every term (values in ``out``); returns the total rounding slack."""
+    """The dual value of every term (values in ``out``): :func:`pair_dual_theta` for hinges and
+    squared hinges with one or two unknowns (as the solver's certificate), :func:`_dual_term`
+    otherwise; returns the rounding slack of the latter."""
     maxk = 1
     for t in range(indptr.shape[0] - 1):
         maxk = max(maxk, indptr[t + 1] - indptr[t])
@@ -232,8 +312,16 @@ def batch_term_minima(indptr, coef, const, weight, kind, y, out):
     sl = np.zeros(1)
     for t in range(indptr.shape[0] - 1):
         s = indptr[t]
+        k = indptr[t + 1] - s
         lo, hi, q = _domain(kind[t], weight[t])
-        out[t] = _dual_term(y, s, coef, s, indptr[t + 1] - s, const[t], q, lo, hi, tb, db, sl)
+        if _kernels.fast_eligible(k, kind[t], weight[t]):
+            # the closed form of the solver's certificate (block_certificate)
+            y1 = y[s + 1] if k == 2 else 0.0
+            c1 = coef[s + 1] if k == 2 else 0.0
+            theta = pair_dual_theta(y[s], y1, coef[s], c1, const[t], q, hi)
+            out[t] = _pair_h(theta, y[s], y1, coef[s], c1, const[t], q)
+        else:
+            out[t] = _dual_term(y, s, coef, s, k, const[t], q, lo, hi, tb, db, sl)
     return sl[0]
 
 
@@ -256,12 +344,23 @@ def block_certificate(indptr, idx, coef, const, weight, kind, y, zl, yl, part):
     sl = np.zeros(1)
     for v in range(yl.shape[0]):
         yl[v] = 0.0
-    yabs = 0.0
-    total = 0.0
-    tmag = 0.0
-    obj = 0.0
+    # the leading hinges and squared hinges with one or two unknowns: one vectorized loop
+    n_pair, n_single = _kernels.fast_counts(indptr, kind, weight)
+    n_fast = 2 * n_pair + n_single
+    zz = np.empty(n_fast)
+    for j in range(n_fast):
+        v = idx[j]
+        zz[j] = zl[v]
+        yl[v] += y[j]
+    fs = np.zeros(5)
+    _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, fs)
+    total = fs[0]
+    tmag = fs[1]
+    yabs = fs[2]
+    obj = fs[3]
+    sl[0] = fs[4]
     viol = 0.0
-    for t in range(n_terms):
+    for t in range(n_pair + n_single, n_terms):
         s = indptr[t]
         k = indptr[t + 1] - s
         kt = kind[t]

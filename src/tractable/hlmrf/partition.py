@@ -35,7 +35,8 @@ of a block is proportional to its copies):
   low-degree neighbours first) of the bipartite term–variable graph, restricted to the terms; terms
   that share variables end up close in the order, so each run is a connected, compact region of the
   network and only the variables on its boundary are shared;
-* ``"contiguous"``: the model's own term order (potentials first, then constraints);
+* ``"contiguous"``: the term list's own order (the model's potentials and constraints, grouped for
+  the kernels: see ``Block.terms``);
 * ``"random"``: a random order, the baseline without locality.
 
 ``Partition.cut_variables`` (variables with copies in two blocks or more) and
@@ -78,7 +79,9 @@ class Block:
     ----------
     terms : ndarray of shape (n_terms,)
         Increasing positions of the block's terms in the partition's term list (the model's
-        potentials, then the constraints that keep local copies).
+        potentials and the constraints that keep local copies, in the kernels' order:
+        hinges and squared hinges with two unknowns, then with one, then the rest, each group in
+        the model's order).
     variables : ndarray of shape (n_local,)
         Increasing consensus index of each local variable.
     indptr : ndarray of shape (n_terms + 1,)
@@ -91,6 +94,10 @@ class Block:
         ``int8`` codes: 0 hinge, 1 squared hinge, 2 constraint ``<= 0``, 3 constraint ``== 0``.
     max_arity : int
         Largest number of copies of one term (at least 1).
+    n_pair, n_single : int
+        The block's leading terms that take the vectorized local update
+        (:func:`tractable.hlmrf._kernels.fast_counts`): hinges and squared hinges with two unknowns,
+        then with one.
     """
 
     terms: np.ndarray
@@ -102,6 +109,8 @@ class Block:
     weight: np.ndarray
     kind: np.ndarray
     max_arity: int
+    n_pair: int = 0
+    n_single: int = 0
 
     @property
     def n_terms(self) -> int:
@@ -183,19 +192,20 @@ class Partition:
 
 
 def _split_constraints(comp, mode: str):
-    """Terms that keep local copies, and the disjoint constraints moved to the consensus step."""
+    """Terms that keep local copies (in the kernels' order), and the disjoint constraints moved to
+    the consensus step."""
     is_con = comp.kind >= _kernels.KIND_LEQ
     rows_con = np.flatnonzero(is_con)
     empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8))
     terms = (comp.indptr, comp.idx, comp.coef, comp.const, comp.weight, comp.kind)
     if mode == "local" or rows_con.size == 0:
-        return terms, empty
+        return _in_kernel_order(terms), empty
     lengths = np.diff(comp.indptr)
     owner = np.repeat(is_con, lengths)
     disjoint = np.bincount(comp.idx[owner], minlength=comp.free.size).max() <= 1
     if not disjoint:
         if mode == "auto":
-            return terms, empty
+            return _in_kernel_order(terms), empty
         raise ValueError(
             "`constraints`='consensus' needs constraints whose variables are pairwise disjoint; "
             "two constraints share a variable (use 'local')."
@@ -211,7 +221,26 @@ def _split_constraints(comp, mode: str):
     ip, ix, cf = csr(keep, ~owner)
     terms = (ip, ix, cf, comp.const[keep], comp.weight[keep], comp.kind[keep])
     ip, ix, cf = csr(is_con, owner)
-    return terms, (ip, ix, cf, comp.const[is_con], comp.kind[is_con])
+    order = _kernels.constraint_order(ip)
+    ip, pos = _permuted_rows(ip, order)
+    return _in_kernel_order(terms), (ip, ix[pos], cf[pos], comp.const[is_con][order], comp.kind[is_con][order])
+
+
+def _permuted_rows(indptr, order):
+    """``(indptr, positions)`` of CSR rows taken in ``order``: the new row pointer and, for each new
+    entry, its position in the old arrays."""
+    lengths = np.diff(indptr)[order]
+    ip = np.zeros(order.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ip[1:])
+    return ip, np.repeat(indptr[order] - ip[:-1], lengths) + np.arange(ip[-1])
+
+
+def _in_kernel_order(terms):
+    """The terms permuted by :func:`tractable.hlmrf._kernels.kernel_order` (the fast terms first)."""
+    indptr, idx, coef, const, weight, kind = terms
+    order = _kernels.kernel_order(indptr, kind, weight)
+    ip, pos = _permuted_rows(indptr, order)
+    return ip, idx[pos], coef[pos], const[order], weight[order], kind[order]
 
 
 def _term_order(indptr, idx, n: int, strategy: str, rng) -> np.ndarray:
@@ -233,14 +262,11 @@ def _term_order(indptr, idx, n: int, strategy: str, rng) -> np.ndarray:
 
 def _block(terms, rows, n: int) -> Block:
     indptr, idx, coef, const, weight, kind = terms
-    lengths = np.diff(indptr)[rows]
-    ip = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=ip[1:])
-    starts = indptr[rows]
-    # positions of the copies of the selected terms, in term order
-    pos = np.repeat(starts - ip[:-1], lengths) + np.arange(ip[-1])
+    ip, pos = _permuted_rows(indptr, rows)
+    lengths = np.diff(ip)
     gidx = idx[pos]
     variables = np.unique(gidx)
+    n_pair, n_single = _kernels.fast_counts(ip, kind[rows], weight[rows])
     return Block(
         terms=rows,
         variables=variables,
@@ -251,6 +277,8 @@ def _block(terms, rows, n: int) -> Block:
         weight=weight[rows].copy(),
         kind=kind[rows].copy(),
         max_arity=int(max(lengths.max(initial=1), 1)),
+        n_pair=int(n_pair),
+        n_single=int(n_single),
     )
 
 
@@ -373,7 +401,10 @@ def block_step(block: Block, x: np.ndarray, y: np.ndarray, z_local, rho: float, 
     acc = np.empty(block.n_local)
     sums = np.empty(3)
     scratch = np.empty(4 * block.max_arity)
-    _kernels.block_pass(*block.arrays(), x, y, zl, rho, float(alpha), acc, sums, scratch)
+    zz = np.empty(2 * block.n_pair + block.n_single)
+    _kernels.block_pass(
+        *block.arrays(), block.n_pair, block.n_single, x, y, zl, rho, float(alpha), acc, sums, scratch, zz
+    )
     return acc, sums
 
 
@@ -453,8 +484,8 @@ def consensus_step(
             stats,
             *partition.consensus_constraints(),
             np.empty(partition.n),
-            np.empty(maxk),
-            np.empty(maxk),
+            np.empty(partition.zc_idx.size),
+            np.empty(partition.zc_idx.size),
             np.empty(2 * maxk),
             np.empty(partition.zc_idx.size),
         )
