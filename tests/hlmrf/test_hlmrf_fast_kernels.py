@@ -63,13 +63,16 @@ def test_weighted_projection_matches_breakpoint_sweep(problem, kind, seed):
     np.testing.assert_allclose(fast, general, atol=ATOL)
 
 
-@settings(max_examples=300, deadline=None)
-@given(small_problems(), st.sampled_from(["hinge", "squared"]))
+@settings(max_examples=400, deadline=None)
+@given(small_problems(), st.sampled_from(["hinge", "squared", "leq", "eq"]))
 def test_closed_form_term_minimum_is_valid_and_exact(problem, kind):
     yv, c, b, w, _ = problem
     y = 2.0 * yv - 1.0  # linear costs of both signs
     ker = term_minima(kind, [0, y.size], c, [b], [w], y)[0]
     ref = term_minimum_reference(kind, y, c, b, w)
+    if ref == np.inf:  # a constraint that misses the box: any finite value is a valid bound
+        assert np.isfinite(ker)
+        return
     assert ker <= ref + 1e-12
     assert abs(ker - ref) <= 1e-12 * max(1.0, abs(ref))
 

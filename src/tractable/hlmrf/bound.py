@@ -299,11 +299,60 @@ def _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, sums):
     sums[4] += slack
 
 
+@njit(inline="always")
+def constraint_dual_theta(y0, y1, c0, c1, b, eq):
+    """A maximizer of ``h`` (``q = 0``) for a constraint with at most two unknowns: over ``[0, inf)``
+    for ``<= 0``, over all reals for ``== 0`` (``eq``). The concave, piecewise linear ``h`` peaks at 0
+    or at a breakpoint ``-y_i / c_i`` when it is bounded; when it is not (the constraint misses the
+    box), the best of these is still a valid bound."""
+    lo = -np.inf if eq else 0.0
+    i0 = 1.0 / c0 if c0 != 0.0 else 0.0
+    i1 = 1.0 / c1 if c1 != 0.0 else 0.0
+    best, hbest = 0.0, _pair_h(0.0, y0, y1, c0, c1, b, 0.0)
+    best, hbest = _pair_pick(max(-y0 * i0, lo), y0, y1, c0, c1, b, 0.0, best, hbest)
+    best, hbest = _pair_pick(max(-y1 * i1, lo), y0, y1, c0, c1, b, 0.0, best, hbest)
+    return best
+
+
+@njit(fastmath=_kernels.VECTOR_MATH, error_model="numpy")
+def _fast_constraint_certificate(n_pair, n_single, ny, zz, coef, const, kind, sums):
+    """The consensus-step constraints of :func:`consensus_certificate` with two unknowns, then one
+    (copies ``j``: dual costs ``ny[j]``, values ``zz[j]``); adds (dual values, their magnitudes,
+    rounding slack) to ``sums[0:3]`` and the largest violation into ``sums[3]``."""
+    total = 0.0
+    tmag = 0.0
+    slack = 0.0
+    viol = sums[3]
+    for u in range(n_pair + n_single):
+        pair = u < n_pair
+        j0 = 2 * u if pair else n_pair + u
+        j1 = j0 + 1 if pair else j0
+        m = 1.0 if pair else 0.0
+        y0 = ny[j0]
+        y1 = m * ny[j1]
+        c0 = coef[j0]
+        c1 = m * coef[j1]
+        b = const[u]
+        eq = kind[u] == _kernels.KIND_EQ
+        sv = b + c0 * zz[j0] + c1 * zz[j1]
+        viol = max(viol, abs(sv) if eq else sv)
+        theta = constraint_dual_theta(y0, y1, c0, c1, b, eq)
+        val = _pair_h(theta, y0, y1, c0, c1, b, 0.0)
+        total += val
+        tmag += abs(val)
+        slack += (4.0 + m) * 2.3e-16 * (abs(theta * b) + abs(y0) + abs(theta * c0) + abs(y1) + abs(theta * c1))
+    sums[0] += total
+    sums[1] += tmag
+    sums[2] += slack
+    sums[3] = viol
+
+
 @njit
 def batch_term_minima(indptr, coef, const, weight, kind, y, out):
     """The dual value of every term (values in ``out``): :func:`pair_dual_theta` for hinges and
-    squared hinges with one or two unknowns (as the solver's certificate), :func:`_dual_term`
-    otherwise; returns the rounding slack of the latter."""
+    squared hinges with one or two unknowns and :func:`constraint_dual_theta` for such constraints
+    (as the solver's certificate), :func:`_dual_term` otherwise; returns the rounding slack of the
+    latter."""
     maxk = 1
     for t in range(indptr.shape[0] - 1):
         maxk = max(maxk, indptr[t + 1] - indptr[t])
@@ -320,6 +369,12 @@ def batch_term_minima(indptr, coef, const, weight, kind, y, out):
             c1 = coef[s + 1] if k == 2 else 0.0
             theta = pair_dual_theta(y[s], y1, coef[s], c1, const[t], q, hi)
             out[t] = _pair_h(theta, y[s], y1, coef[s], c1, const[t], q)
+        elif k <= 2 and kind[t] >= _kernels.KIND_LEQ:
+            # as the certificate's consensus-step constraints
+            y1 = y[s + 1] if k == 2 else 0.0
+            c1 = coef[s + 1] if k == 2 else 0.0
+            theta = constraint_dual_theta(y[s], y1, coef[s], c1, const[t], kind[t] == _kernels.KIND_EQ)
+            out[t] = _pair_h(theta, y[s], y1, coef[s], c1, const[t], 0.0)
         else:
             out[t] = _dual_term(y, s, coef, s, k, const[t], q, lo, hi, tb, db, sl)
     return sl[0]
@@ -405,24 +460,34 @@ def consensus_certificate(yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, 
         maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
     tb = np.empty(maxk)
     db = np.empty(maxk)
-    ny = np.empty(maxk)
     sl = np.zeros(1)
-    total = part[0]
-    tmag = part[1]
-    viol = part[4]
+    nzc = zc_idx.shape[0]
+    ny = np.empty(nzc)
+    zz = np.empty(nzc)
     inz = np.zeros(n, dtype=np.bool_)
-    for t in range(zc_indptr.shape[0] - 1):
+    for j in range(nzc):
+        v = zc_idx[j]
+        inz[v] = True
+        ny[j] = -yv[v]
+        zz[j] = z[v]
+    # constraints with one or two unknowns (the leading runs): one vectorized loop
+    n_pair, n_single = _kernels.constraint_counts(zc_indptr)
+    fs = np.zeros(4)
+    fs[3] = part[4]
+    _fast_constraint_certificate(n_pair, n_single, ny, zz, zc_coef, zc_const, zc_kind, fs)
+    total = part[0] + fs[0]
+    tmag = part[1] + fs[1]
+    sl[0] = fs[2]
+    viol = fs[3]
+    for t in range(n_pair + n_single, zc_indptr.shape[0] - 1):
         s = zc_indptr[t]
         k = zc_indptr[t + 1] - s
         sv = zc_const[t]
-        for j in range(k):
-            v = zc_idx[s + j]
-            inz[v] = True
-            ny[j] = -yv[v]
-            sv += zc_coef[s + j] * z[v]
+        for j in range(s, s + k):
+            sv += zc_coef[j] * zz[j]
         viol = max(viol, sv if zc_kind[t] == 2 else abs(sv))
         lo, hi, q = _domain(zc_kind[t], 0.0)
-        val = _dual_term(ny, 0, zc_coef, s, k, zc_const[t], q, lo, hi, tb, db, sl)
+        val = _dual_term(ny, s, zc_coef, s, k, zc_const[t], q, lo, hi, tb, db, sl)
         total += val
         tmag += abs(val)
     for v in range(n):
