@@ -143,3 +143,33 @@ def test_kernel_order_puts_simple_terms_first():
     np.testing.assert_array_equal(order, [2, 1, 4, 0, 3, 5])
     ip, *_, w, k = _ordered((indptr, np.arange(11), np.ones(11), np.zeros(6), weight, kind), order)
     assert _kernels.fast_counts(ip, k, w) == (1, 2)
+
+
+def test_parallel_runs_match_the_one_thread_kernel():
+    # runs cut anywhere (inside the pairs, the singles or the general terms) give the same iterates
+    # and bounds as the one-thread kernel, up to the order of the floating-point sums
+    model = opinion_diffusion(500, mean_degree=1.5, rng=6)
+    model.add_potential([0, 1, 2], [1.0, -1.0, 0.5], constant=-0.2, weight=0.7)  # a general term too
+    comp = model._compile()
+    terms, zc = _split_constraints(comp, "auto")
+    n = comp.free.size
+    cnt = np.bincount(terms[1], minlength=n).astype(float)
+
+    def run(chunks):
+        x, y, z = np.zeros(terms[1].size), np.zeros(terms[1].size), np.zeros(n)
+        stats = np.array([0.0, np.inf, 0.0, 0.0, 0.0])
+        state = (x, y, z, 1.0, 1.6, 0.0, 0.0, False, 30, stats)
+        if chunks is None:
+            _kernels.admm_run(*terms, cnt, *state, *zc)
+            cert = bound.certificate(*terms, y, z, *zc, float(cnt.max()), np.empty(3))
+        else:
+            _kernels.admm_run_parallel(*terms, cnt, chunks, *state, *zc)
+            cert = bound.certificate_parallel(*terms, chunks, y, z, *zc, float(cnt.max()), np.empty(3))
+        return x, y, z, cert
+
+    ref = run(None)
+    for n_chunks in (1, 3, 7):
+        chunks = _kernels.parallel_chunks(terms[0], n_chunks)
+        assert chunks[0] == 0 and chunks[-1] == terms[5].size and chunks.size == n_chunks + 1
+        for got, want in zip(run(chunks), ref):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)

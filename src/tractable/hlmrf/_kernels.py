@@ -786,6 +786,15 @@ def term_values(indptr, idx, coef, const, x):
     return out
 
 
+def parallel_chunks(indptr, n_chunks: int) -> np.ndarray:
+    """Term boundaries of ``n_chunks`` contiguous runs with about equal numbers of copies, shape
+    (n_chunks + 1,), for :func:`admm_run_parallel`."""
+    n_terms = indptr.size - 1
+    n_chunks = max(1, min(int(n_chunks), n_terms))
+    cuts = np.searchsorted(indptr, np.linspace(0, indptr[-1], n_chunks + 1)[1:-1])
+    return np.unique(np.concatenate([[0], np.minimum(cuts, n_terms), [n_terms]])).astype(np.int64)
+
+
 @njit(parallel=True)
 def admm_run_parallel(
     indptr,
@@ -795,8 +804,7 @@ def admm_run_parallel(
     weight,
     kind,
     cnt,
-    vptr,
-    vcopies,
+    chunks,
     x,
     y,
     z,
@@ -815,146 +823,94 @@ def admm_run_parallel(
 ):
     """Multi-threaded :func:`admm_run` (same iterates up to float summation order).
 
-    The term pass runs in parallel (each term owns its copies), and the consensus average is a
-    gather over ``vcopies[vptr[v]:vptr[v + 1]]`` (the copies of variable ``v``) instead of a
-    scatter-add, so no two threads write the same memory. The projections onto the consensus-step
-    constraints stay sequential (they are few and cheap; calling them from a parallel loop was
-    slower). The local update is written out here as in :func:`block_pass` rather than shared
-    through a compiled helper: with the helper (inlined or not) the sequential kernel ran 40-70%
-    slower per iteration (measured on ``opinion_diffusion(8000, mean_degree=1.5)`` and the sparse
-    22,050-voter model, same iterates).
+    The terms are cut into the contiguous runs ``chunks[c]:chunks[c + 1]`` (:func:`parallel_chunks`),
+    and numba's threads run :func:`block_pass` on the runs side by side, each into its own partial
+    sums over all variables (a run's leading terms with one or two unknowns take the vectorized
+    loop, as in the one-thread kernel); the partial sums are added up in parallel, then the
+    consensus step runs on one thread. So the term half is the partitioned iteration of
+    :mod:`tractable.hlmrf.partition` with the global numbering in every block.
     """
-    n_terms = indptr.shape[0] - 1
-    nnz = idx.shape[0]
     n = z.shape[0]
-    maxk = 1
-    for t in range(zc_indptr.shape[0] - 1):
-        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
-    for t in range(n_terms):
-        maxk = max(maxk, indptr[t + 1] - indptr[t])
-    dall = np.empty(nnz)
-    bpall = np.empty(2 * nnz)
-    ones = np.ones(nnz)
-    zd = np.empty(zc_idx.shape[0])
-    zsc = np.empty(zc_idx.shape[0])
-    zbp = np.empty(2 * zc_idx.shape[0])
+    n_chunks = chunks.shape[0] - 1
+    maxk = max(max_arity(indptr), max_arity(zc_indptr))
+    # every run's row pointer rebased to its first copy, run c at offset chunks[c] + c
+    ipr = np.empty(indptr.shape[0] - 1 + n_chunks, dtype=np.int64)
+    n_pair = np.empty(n_chunks, dtype=np.int64)
+    n_single = np.empty(n_chunks, dtype=np.int64)
+    for c in range(n_chunks):
+        t0 = chunks[c]
+        t1 = chunks[c + 1]
+        for t in range(t0, t1 + 1):
+            ipr[t + c] = indptr[t] - indptr[t0]
+        n_pair[c], n_single[c] = fast_counts(ipr[t0 + c : t1 + c + 1], kind[t0:t1], weight[t0:t1])
+    accs = np.empty((n_chunks, n))
+    sumsc = np.empty((n_chunks, 3))
+    scratch = np.empty((n_chunks, 4 * maxk))
+    zz = np.empty(idx.shape[0])
+    acc = np.empty(n)
+    sums = np.empty(3)
+    d = np.empty(zc_idx.shape[0])
+    sc = np.empty(zc_idx.shape[0])
+    bp = np.empty(2 * maxk)
     zbuf = np.empty(zc_idx.shape[0])
-    m = np.empty(n)
     z_old = np.empty(n)
-    sqrt_p = np.sqrt(nnz)
-    inv_rho = 1.0 / rho
-    beta = 1.0 - alpha
+    nnz = idx.shape[0]
     for it in range(n_steps):
-        z_old[:] = z
-        for t in prange(n_terms):
-            s = indptr[t]
-            k = indptr[t + 1] - s
-            g0 = const[t]
-            for j in range(s, s + k):
-                dj = z[idx[j]] - y[j] * inv_rho
-                dall[j] = dj
-                v = _clip01(dj)
-                x[j] = v
-                g0 += coef[j] * v
-            kt = kind[t]
-            b = const[t]
-            sgn = 1.0
-            ik = 0.0
-            todo = False
-            if kt == KIND_EQ:
-                todo = g0 != 0.0
-                if g0 < 0.0:
-                    sgn = -1.0
-            elif g0 > 0.0:
-                if kt == KIND_LEQ:
-                    todo = True
-                elif weight[t] > 0.0:
-                    todo = True
-                    if kt == KIND_SQUARED:
-                        ik = rho / (2.0 * weight[t])
-                    else:
-                        step = weight[t] * inv_rho
-                        g2 = b
-                        for j in range(s, s + k):
-                            g2 += coef[j] * _clip01(dall[j] - step * coef[j])
-                        if g2 >= 0.0:
-                            todo = False
-                            for j in range(s, s + k):
-                                x[j] = _clip01(dall[j] - step * coef[j])
-            if todo:
-                num = sgn * b
-                den = ik
-                for j in range(s, s + k):
-                    cj = sgn * coef[j]
-                    dj = dall[j]
-                    if dj > 1.0 or (dj == 1.0 and cj <= 0.0):
-                        num += cj
-                    elif dj > 0.0 or (dj == 0.0 and cj < 0.0):
-                        num += cj * dj
-                        den += cj * cj
-                ok = den > 0.0
-                if ok:
-                    lam = num / den
-                    ok = lam >= 0.0
-                    if ok:
-                        for j in range(s, s + k):
-                            cj = sgn * coef[j]
-                            dj = dall[j]
-                            v = dj - lam * cj
-                            if (0.0 < dj < 1.0) or (dj == 0.0 and cj < 0.0) or (dj == 1.0 and cj > 0.0):
-                                if v < 0.0 or v > 1.0:
-                                    ok = False
-                            elif (dj <= 0.0 and v > 0.0) or (dj >= 1.0 and v < 1.0):
-                                ok = False
-                    if ok:
-                        for j in range(s, s + k):
-                            x[j] = _clip01(dall[j] - lam * sgn * coef[j])
-                if not ok:
-                    root_multiplier(dall, ones, s, coef, s, b, k, sgn, ik, x, bpall, 2 * s)
+        for c in prange(n_chunks):
+            t0 = chunks[c]
+            t1 = chunks[c + 1]
+            s0 = indptr[t0]
+            s1 = indptr[t1]
+            block_pass(
+                ipr[t0 + c : t1 + c + 1],
+                idx[s0:s1],
+                coef[s0:s1],
+                const[t0:t1],
+                weight[t0:t1],
+                kind[t0:t1],
+                n_pair[c],
+                n_single[c],
+                x[s0:s1],
+                y[s0:s1],
+                z,
+                rho,
+                alpha,
+                accs[c],
+                sumsc[c],
+                scratch[c],
+                zz[s0:s1],
+            )
         for v in prange(n):
-            if cnt[v] > 0:
-                acc = 0.0
-                zo = z_old[v]
-                for q in range(vptr[v], vptr[v + 1]):
-                    j = vcopies[q]
-                    acc += alpha * x[j] + beta * zo + y[j] * inv_rho
-                m[v] = acc / cnt[v]
-            else:
-                m[v] = z_old[v]
-            z[v] = _clip01(m[v])
-        for t in range(zc_indptr.shape[0] - 1):
-            s = zc_indptr[t]
-            k = zc_indptr[t + 1] - s
-            for j in range(s, s + k):
-                v = zc_idx[j]
-                zd[j] = m[v]
-                zsc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
-            local_update(zc_kind[t], zd, zsc, s, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, zbp, 2 * s)
-            for j in range(s, s + k):
-                z[zc_idx[j]] = zbuf[j]
-        dual = 0.0
-        znorm = 0.0
-        for v in prange(n):
-            zv = z[v]
-            dz = zv - z_old[v]
-            dual += cnt[v] * dz * dz
-            znorm += cnt[v] * zv * zv
-        primal = 0.0
-        xnorm = 0.0
-        ynorm = 0.0
-        for j in prange(nnz):
-            v = idx[j]
-            xh = alpha * x[j] + beta * z_old[v]  # the relaxed copy, as block_pass keeps it
-            r = xh - z[v]
-            primal += r * r
-            xnorm += xh * xh
-            yj = y[j] + rho * r
-            y[j] = yj
-            ynorm += yj * yj
-        stats[0] = np.sqrt(primal)
-        stats[1] = rho * np.sqrt(dual)
-        stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(xnorm), np.sqrt(znorm))
-        stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(ynorm)
-        if stop and stats[0] <= stats[2] and stats[1] <= stats[3]:
-            return it + 1
+            a = 0.0
+            for c in range(n_chunks):
+                a += accs[c, v]
+            acc[v] = a
+        for i in range(3):
+            a = 0.0
+            for c in range(n_chunks):
+                a += sumsc[c, i]
+            sums[i] = a
+        if consensus_step(
+            acc,
+            sums,
+            z,
+            cnt,
+            rho,
+            eps_abs,
+            eps_rel,
+            stop,
+            nnz,
+            stats,
+            zc_indptr,
+            zc_idx,
+            zc_coef,
+            zc_const,
+            zc_kind,
+            z_old,
+            d,
+            sc,
+            bp,
+            zbuf,
+        ):
+            return it
     return n_steps

@@ -77,6 +77,7 @@ on a batch of terms.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from .._numba import njit
 from . import _kernels
@@ -235,7 +236,7 @@ def _pair_pick(theta, y0, y1, c0, c1, b, q, best, hbest):
 
 
 @njit(inline="always")
-def pair_dual_theta(y0, y1, c0, c1, b, q, top):
+def pair_dual_theta(y0, y1, c0, c1, b, q, top, stationary=True):
     """A maximizer in ``[0, top]`` of ``h`` for a hinge or squared hinge with at most two unknowns.
 
     ``q = 0, top = w`` (hinge) or ``q = 1 / (4 w), top = inf`` (squared hinge, ``w > 0``). The
@@ -243,6 +244,7 @@ def pair_dual_theta(y0, y1, c0, c1, b, q, top):
     stationary point ``S / (2 q)`` of a piece, ``S = b + sum of c_i over a subset of the unknowns``:
     ``h`` is evaluated at all of these (clipped into ``[0, top]``, so each value is a valid bound)
     and the best kept, with no data-dependent branch (the loops over terms vectorize).
+    ``stationary=False`` skips the stationary points (hinges only: ``q = 0``).
     """
     best, hbest = 0.0, _pair_h(0.0, y0, y1, c0, c1, b, q)
     best, hbest = _pair_pick(top if top < np.inf else 0.0, y0, y1, c0, c1, b, q, best, hbest)
@@ -250,11 +252,12 @@ def pair_dual_theta(y0, y1, c0, c1, b, q, top):
     i1 = 1.0 / c1 if c1 != 0.0 else 0.0
     best, hbest = _pair_pick(min(max(-y0 * i0, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
     best, hbest = _pair_pick(min(max(-y1 * i1, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-    iq = 0.5 / q if q > 0.0 else 0.0
-    best, hbest = _pair_pick(min(max(b * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-    best, hbest = _pair_pick(min(max((b + c0) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-    best, hbest = _pair_pick(min(max((b + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-    best, hbest = _pair_pick(min(max((b + c0 + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+    if stationary:
+        iq = 0.5 / q if q > 0.0 else 0.0
+        best, hbest = _pair_pick(min(max(b * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+        best, hbest = _pair_pick(min(max((b + c0) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+        best, hbest = _pair_pick(min(max((b + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
+        best, hbest = _pair_pick(min(max((b + c0 + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
     return best
 
 
@@ -268,6 +271,10 @@ def _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, sums):
     yabs = 0.0
     obj = 0.0
     slack = 0.0
+    # squared hinges need the stationary points of h's pieces; a loop-invariant flag
+    squared = False
+    for u in range(n_pair + n_single):
+        squared |= kind[u] == _kernels.KIND_SQUARED
     for u in range(n_pair + n_single):
         pair = u < n_pair
         j0 = 2 * u if pair else n_pair + u
@@ -285,7 +292,7 @@ def _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, sums):
         sv = b + c0 * zz[j0] + c1 * zz[j1]
         pos = max(sv, 0.0)
         obj += w * pos * pos if sq else w * pos
-        theta = pair_dual_theta(y0, y1, c0, c1, b, q, top)
+        theta = pair_dual_theta(y0, y1, c0, c1, b, q, top, squared)
         val = _pair_h(theta, y0, y1, c0, c1, b, q)
         total += val
         tmag += abs(val)
@@ -516,6 +523,55 @@ def certificate(
     yv = np.empty(z.shape[0])
     part = np.empty(6)
     block_certificate(indptr, idx, coef, const, weight, kind, y, z, yv, part)
+    return consensus_certificate(
+        yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, part, indptr.shape[0] - 1, max_copies, out
+    )
+
+
+@njit(parallel=True)
+def certificate_parallel(
+    indptr, idx, coef, const, weight, kind, chunks, y, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, max_copies, out
+):
+    """:func:`certificate` with the terms' runs ``chunks[c]:chunks[c + 1]``
+    (:func:`tractable.hlmrf._kernels.parallel_chunks`) as blocks on numba's threads."""
+    n = z.shape[0]
+    n_chunks = chunks.shape[0] - 1
+    ipr = np.empty(indptr.shape[0] - 1 + n_chunks, dtype=np.int64)
+    for c in range(n_chunks):
+        for t in range(chunks[c], chunks[c + 1] + 1):
+            ipr[t + c] = indptr[t] - indptr[chunks[c]]
+    yls = np.empty((n_chunks, n))
+    parts = np.empty((n_chunks, 6))
+    for c in prange(n_chunks):
+        t0 = chunks[c]
+        t1 = chunks[c + 1]
+        s0 = indptr[t0]
+        s1 = indptr[t1]
+        block_certificate(
+            ipr[t0 + c : t1 + c + 1],
+            idx[s0:s1],
+            coef[s0:s1],
+            const[t0:t1],
+            weight[t0:t1],
+            kind[t0:t1],
+            y[s0:s1],
+            z,
+            yls[c],
+            parts[c],
+        )
+    yv = np.empty(n)
+    for v in prange(n):
+        a = 0.0
+        for c in range(n_chunks):
+            a += yls[c, v]
+        yv[v] = a
+    part = np.zeros(6)
+    for c in range(n_chunks):
+        for i in range(6):
+            if i == 4:
+                part[i] = max(part[i], parts[c, i])
+            else:
+                part[i] += parts[c, i]
     return consensus_certificate(
         yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, part, indptr.shape[0] - 1, max_copies, out
     )
