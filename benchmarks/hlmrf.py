@@ -52,7 +52,8 @@ NOTES = (
     "Opinion-diffusion HL-MRFs (Bach et al. 2012, Sec. 4.1), sparse (paper's degree laws, ~5 potentials per voter) "
     "and dense (mean_degree=1.5 per edge type, ~18 potentials per voter); same instance for every solver. "
     "ours_default_s: solve(model) with no options (stops at a certified gap <= 5e-4 with small residuals; "
-    "feasible iterates); ours_gap_s: time to a certified gap <= 5e-4 (eps_abs=eps_rel=0: the gap alone decides). "
+    "feasible iterates); ours_gap_s: time to a certified gap <= 5e-4 (eps_abs=eps_rel=0: the gap alone decides); "
+    "ours_gap_threads_s: the same with parallel=True (numba's threads: 2 here, as PSL's). "
     "gap: certified (objective - lower bound) / max(|objective|, 1). ref: HiGHS LP (p=1) / Clarabel QP (p=2), "
     "exact optimum, run up to --ref-max-terms. psl: PSL 2.4 ADMM reasoner (Java, 2 threads, its defaults), time = "
     "its reported optimization time (grounding excluded); psl_above_lb: (PSL objective - our certified lower bound) "
@@ -178,6 +179,7 @@ def main(argv=None):
     warnings.simplefilter("ignore", ConvergenceWarning)
     solve(opinion_diffusion(200, rng=0))  # compile the kernels before timing
     solve(opinion_diffusion(200, squared=True, rng=0), eps_abs=0, eps_rel=0)
+    solve(opinion_diffusion(200, rng=0), eps_abs=0, eps_rel=0, parallel=True)
     for p in [int(v) for v in args.p.split(",")]:
         squared = p == 2
         fits = {}
@@ -187,6 +189,8 @@ def main(argv=None):
             ours = solve(model)
             fits.setdefault(family, []).append((terms, ours.time))
             to_gap = solve(model, eps_abs=0.0, eps_rel=0.0, gap_tol=GAP)
+            # the same on numba's threads (PSL runs on 2 threads too)
+            to_gap2 = solve(model, eps_abs=0.0, eps_rel=0.0, gap_tol=GAP, parallel=True)
             row = dict(
                 p=p,
                 family=family,
@@ -204,6 +208,8 @@ def main(argv=None):
                 ours_gap_iter=to_gap.n_iter,
                 ours_gap_gap=to_gap.gap,
                 ours_gap_converged=to_gap.converged,
+                ours_gap_threads_s=to_gap2.time,
+                ours_gap_threads_iter=to_gap2.n_iter,
             )
             if terms <= args.ref_max_terms[int(squared)]:
                 ref = solve(model, "clarabel" if squared else "highs", time_limit=args.ref_time_limit)
@@ -233,6 +239,7 @@ def main(argv=None):
                         psl_ground_terms=psl["ground_terms"],
                         same_ground_terms=psl["ground_terms"] == terms,
                         ours_gap_over_psl=to_gap.time / psl["time"],
+                        ours_gap_threads_over_psl=to_gap2.time / psl["time"],
                         ours_default_over_psl=ours.time / psl["time"],
                     )
                     if "ours_default_rel_err" in row:
