@@ -795,6 +795,18 @@ def parallel_chunks(indptr, n_chunks: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], np.minimum(cuts, n_terms), [n_terms]])).astype(np.int64)
 
 
+@njit
+def rebased_runs(indptr, chunks):
+    """The row pointer of every run ``chunks[c]:chunks[c + 1]`` rebased to the run's first copy, run
+    ``c`` at ``[chunks[c] + c : chunks[c + 1] + c + 1]`` (shape (n_terms + n_chunks,))."""
+    n_chunks = chunks.shape[0] - 1
+    ipr = np.empty(indptr.shape[0] - 1 + n_chunks, dtype=np.int64)
+    for c in range(n_chunks):
+        for t in range(chunks[c], chunks[c + 1] + 1):
+            ipr[t + c] = indptr[t] - indptr[chunks[c]]
+    return ipr
+
+
 @njit(parallel=True)
 def admm_run_parallel(
     indptr,
@@ -833,15 +845,12 @@ def admm_run_parallel(
     n = z.shape[0]
     n_chunks = chunks.shape[0] - 1
     maxk = max(max_arity(indptr), max_arity(zc_indptr))
-    # every run's row pointer rebased to its first copy, run c at offset chunks[c] + c
-    ipr = np.empty(indptr.shape[0] - 1 + n_chunks, dtype=np.int64)
+    ipr = rebased_runs(indptr, chunks)
     n_pair = np.empty(n_chunks, dtype=np.int64)
     n_single = np.empty(n_chunks, dtype=np.int64)
     for c in range(n_chunks):
         t0 = chunks[c]
         t1 = chunks[c + 1]
-        for t in range(t0, t1 + 1):
-            ipr[t + c] = indptr[t] - indptr[t0]
         n_pair[c], n_single[c] = fast_counts(ipr[t0 + c : t1 + c + 1], kind[t0:t1], weight[t0:t1])
     accs = np.empty((n_chunks, n))
     sumsc = np.empty((n_chunks, 3))

@@ -543,10 +543,7 @@ def certificate_parallel(
     (:func:`tractable.hlmrf._kernels.parallel_chunks`) as blocks on numba's threads."""
     n = z.shape[0]
     n_chunks = chunks.shape[0] - 1
-    ipr = np.empty(indptr.shape[0] - 1 + n_chunks, dtype=np.int64)
-    for c in range(n_chunks):
-        for t in range(chunks[c], chunks[c + 1] + 1):
-            ipr[t + c] = indptr[t] - indptr[chunks[c]]
+    ipr = _kernels.rebased_runs(indptr, chunks)
     yls = np.empty((n_chunks, n))
     parts = np.empty((n_chunks, 6))
     for c in prange(n_chunks):
