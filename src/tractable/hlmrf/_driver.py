@@ -12,8 +12,8 @@ residuals the executor reports:
 - every ``_CHUNK`` iterations (``_GAP_EVERY_INFEASIBLE`` while ``z`` violates a constraint) and
   whenever the residuals are small, the certified gap of ``z`` against the best bound found so far
   (every bound is valid, and the bound at ADMM's multipliers oscillates); when it misses ``gap_tol``
-  by less than ``_AVG_WITHIN`` times with small residuals, also the bound at their exponential
-  average (``_AVG_KEEP``);
+  by less than ``_AVG_WITHIN`` times (or at every ``_AVG_EVERY``-th check) with small residuals,
+  also the bound at their exponential average (``_AVG_KEEP``);
   converged when the gap is within ``gap_tol`` and the residuals are small (or their test is off);
 - the time limit; residual balancing of ``rho`` (``adaptive_rho``, first half of ``max_iter``).
 
@@ -70,6 +70,9 @@ _AVG_KEEP = 0.8
 #: this factor of ``gap_tol``: on the benchmark models this certifies at the same iteration as
 #: evaluating it at every check, with 7-11% less work in all (docs/hlmrf.md)
 _AVG_WITHIN = 3.0
+#: ... and at every _AVG_EVERY-th check whatever the gap, so that a lagging plain bound cannot keep
+#: the averaged one from ever being tried
+_AVG_EVERY = 5
 #: iterations between gap checks while the iterates are not feasible (every _CHUNK otherwise)
 _GAP_EVERY_INFEASIBLE = 50
 #: iterations between two tests of the multipliers' growth for divergence (when the primal residual stalls)
@@ -290,6 +293,7 @@ def run(
     # iterates: the executor never stops on its residual test (an early return would skip a consensus
     # step); the residuals are tested here, after every chunk, with the gap
     next_gap = _CHUNK
+    n_checks = 0
     best_lb = -np.inf
     residual_off = eps_abs == 0.0 and eps_rel == 0.0
     snapped, snap_primal, snap_iter, next_watch = False, np.inf, 0, _WATCH_EVERY
@@ -318,7 +322,9 @@ def run(
                 # oscillate: the gap of z is taken against the best of them
                 best_lb = max(best_lb, lb)
                 gap_now = _gap(obj, best_lb, cviol)
-                if gap_tol < gap_now <= _AVG_WITHIN * gap_tol and (small or residual_off):
+                n_checks += 1
+                near = gap_now <= _AVG_WITHIN * gap_tol or n_checks % _AVG_EVERY == 0
+                if gap_tol < gap_now and near and np.isfinite(gap_now) and (small or residual_off):
                     # a feasible z close to certified waits for its bound: try the averaged multipliers too
                     best_lb = max(best_lb, ex.certify(averaged=True)[0])
                     gap_now = _gap(obj, best_lb, cviol)
