@@ -13,7 +13,22 @@ import functools
 
 import numba
 
-__all__ = ["njit"]
+__all__ = ["njit", "set_threads"]
 
 #: ``numba.njit`` with the library's options; use as ``@njit`` or ``@njit(inline="always")``.
 njit = functools.partial(numba.njit, cache=True, nogil=True)
+
+
+def set_threads(n: int) -> bool:
+    """Let numba's parallel kernels use ``n`` threads (``0``: every core numba sees); True when more than one.
+
+    For the command line's ``--threads``: the caller passes ``parallel=True`` to the solver when this
+    returns True. Raises ``ValueError`` naming ``--threads`` when ``n`` is negative or above the cores
+    numba was started with (``NUMBA_NUM_THREADS``).
+    """
+    most = numba.config.NUMBA_NUM_THREADS
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= most:
+        raise ValueError(f"`--threads` must be an integer from 0 (all) to {most} (the cores numba sees); got {n!r}.")
+    n = n or most
+    numba.set_num_threads(n)
+    return n > 1

@@ -107,3 +107,39 @@ def test_cli_gap_tol(tmp_path, capsys):
     assert gap <= 1e-2
     with pytest.raises(ValueError, match="`gap_tol` must be"):
         _main(["hlmrf", str(tmp_path / "m.npz"), "--gap-tol", "-1", "--no-progress"])
+
+
+@pytest.fixture
+def numba_threads():
+    import numba
+
+    before = numba.get_num_threads()
+    yield numba.config.NUMBA_NUM_THREADS
+    numba.set_num_threads(before)
+
+
+def test_cli_threads_option(tmp_path, monkeypatch, numba_threads):
+    import numba
+
+    import tractable.hlmrf.admm as admm
+
+    m = opinion_diffusion(50, rng=0)
+    m.save(tmp_path / "m.npz")
+    seen = []
+    real = admm.solve
+
+    def spy(model, method="admm", **kwargs):
+        seen.append(kwargs.get("parallel"))
+        return real(model, method, **kwargs)
+
+    monkeypatch.setattr(admm, "solve", spy)
+    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--no-progress", "--threads", "1"]) == 0
+    assert numba.get_num_threads() == 1
+    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--no-progress", "--threads", "0"]) == 0
+    assert numba.get_num_threads() == numba_threads
+    assert seen == [None, True if numba_threads > 1 else None]
+    for bad in ("-1", str(numba_threads + 1)):
+        with pytest.raises(
+            ValueError, match=re.escape(f"`--threads` must be an integer from 0 (all) to {numba_threads}")
+        ):
+            _main(["hlmrf", str(tmp_path / "m.npz"), "--threads", bad])

@@ -119,3 +119,30 @@ def test_database_file_option(program, capsys):
     rc = main(["psl", str(program / "prog.json"), "--output", str(program / "o3"), "--database", str(db)])
     assert rc == 0 and db.stat().st_size > 0
     assert len(_read(program / "o3" / "LAB.txt")) == 4
+
+
+def test_threads_and_gap_tol_options(program, capsys, monkeypatch):
+    import numba
+
+    import tractable.psl.model as psl_model
+
+    seen = []
+    real = psl_model.solve
+
+    def spy(model, method="admm", **kwargs):
+        seen.append({k: kwargs.get(k) for k in ("parallel", "gap_tol")})
+        return real(model, method, **kwargs)
+
+    monkeypatch.setattr(psl_model, "solve", spy)
+    before = numba.get_num_threads()
+    try:
+        argv = ["psl", str(program / "prog.json"), "--output", str(program / "o4"), "--gap-tol", "1e-3"]
+        assert main([*argv, "--threads", "0"]) == 0
+        assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+    finally:
+        numba.set_num_threads(before)
+    assert seen == [{"parallel": True if numba.config.NUMBA_NUM_THREADS > 1 else None, "gap_tol": 1e-3}]
+    assert "certified gap" in capsys.readouterr().out
+    rc = main(["psl", str(program / "prog.json"), "--output", str(program / "o5"), "--threads", "-1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0]

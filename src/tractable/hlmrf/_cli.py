@@ -34,6 +34,13 @@ def register(subparsers) -> None:
         choices=["auto", "local", "consensus"],
         help="ADMM handling of constraints (see tractable.hlmrf.solve; default: solve's)",
     )
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="run ADMM's iterations and certificates on N threads (0: every core; default 1); worth it for "
+        "large models on an otherwise idle machine",
+    )
     p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set (any method)")
     p.add_argument("--no-progress", action="store_true", help="no ADMM progress bar (shown by default)")
     p.add_argument(
@@ -63,6 +70,10 @@ def _run(args) -> int:
         time_limit=args.time_limit,
         repair=args.repair or None,
     )
+    if args.threads is not None:
+        from .._numba import set_threads
+
+        options["parallel"] = set_threads(args.threads) or None
     if args.method == "admm" and not args.no_progress:
         options["progress"] = True  # the CLI shows a bar by default; the API does not
     res = solve(model, args.method, **{k: v for k, v in options.items() if v is not None})

@@ -28,6 +28,13 @@ def register(subparsers) -> None:
     p.add_argument("--eps-abs", type=float, help="ADMM absolute tolerance (overrides the program's option)")
     p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (overrides the program's option)")
     p.add_argument("--max-iter", type=int, help="ADMM iteration budget (overrides the program's option)")
+    p.add_argument("--gap-tol", type=float, help="ADMM target of the certified relative gap (default 5e-4)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="run ADMM on N threads (0: every core; default 1), as PSL uses every core",
+    )
     p.set_defaults(func=_run)
 
 
@@ -51,13 +58,20 @@ def _run(args) -> int:
             if not os.path.isfile(path):
                 raise OSError(f"file not found: {path}")
         model = Model.from_data_file(args.program, args.data, database=args.database)
-    options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter}
+    options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
+    if args.threads is not None:
+        from .._numba import set_threads
+
+        options["parallel"] = set_threads(args.threads) or None
     g = model.ground()
     if model.ignored_options:  # after grounding, so that an error stays the only line on stderr
         print(f"ignored PSL options: {', '.join(model.ignored_options)}", file=sys.stderr)
     print(f"grounding  {g.n_potentials} potentials, {g.n_constraints} constraints in {g.time:.3f} s")
     predictions, res = model.infer(**{k: v for k, v in options.items() if v is not None})
-    print(f"inference  {res.status} after {res.n_iter} iterations in {res.time:.3f} s (objective {res.objective:.6g})")
+    print(
+        f"inference  {res.status} after {res.n_iter} iterations in {res.time:.3f} s (objective {res.objective:.6g}, "
+        f"certified gap {res.gap:.3g})"
+    )
     for path in write_predictions(predictions, args.output):
         print(f"wrote      {path}")
     for name, metrics in model.evaluate(predictions).items():
