@@ -194,6 +194,9 @@ def test_highs_rejects_squared_potentials():
 def test_progress_bar_runs(capsys):
     r = solve(_friends(True), progress=True)
     assert r.converged
+    # the bar shows the certified gap of the last check and the final state
+    shown = capsys.readouterr().err
+    assert "gap=" in shown and f"{r.n_iter}/" in shown
 
 
 def test_solve_bad_input():

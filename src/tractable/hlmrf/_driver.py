@@ -295,6 +295,7 @@ def run(
     next_gap = _CHUNK
     n_checks = 0
     best_lb = -np.inf
+    shown_gap = np.inf  # the certified gap of the last check, for the progress bar
     residual_off = eps_abs == 0.0 and eps_rel == 0.0
     snapped, snap_primal, snap_iter, next_watch = False, np.inf, 0, _WATCH_EVERY
     infeasible_why = None
@@ -308,12 +309,11 @@ def run(
             steps = min(_CHUNK, max_iter - n_iter)
             done = ex.step(steps, rho)
             n_iter += done
-            if bar is not None:
-                bar.update(done)
-                bar.set_postfix(primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}", refresh=False)
             small = done < steps or (stats[0] <= stats[2] and stats[1] <= stats[3])
             if watch and small:
                 status = CONVERGED
+                if bar is not None:
+                    bar.update(done)
                 break
             ex.average()
             if n_iter >= next_gap or small:
@@ -329,10 +329,18 @@ def run(
                     best_lb = max(best_lb, ex.certify(averaged=True)[0])
                     gap_now = _gap(obj, best_lb, cviol)
                 next_gap = n_iter + (_CHUNK if cviol <= FEASIBILITY_TOL else _GAP_EVERY_INFEASIBLE)
+                shown_gap = gap_now
                 # the gap target and small residuals (unless the residual test is off: eps_abs = eps_rel = 0)
                 if gap_now <= gap_tol and (small or residual_off):
                     status, by_gap = CONVERGED, True
-                    break
+            if bar is not None:
+                bar.update(done)
+                postfix = dict(
+                    gap=f"{shown_gap:.2e}", primal=f"{stats[0]:.2e}", dual=f"{stats[1]:.2e}", rho=f"{rho:.3g}"
+                )
+                bar.set_postfix(postfix, refresh=False)
+            if by_gap:
+                break
             if watch and n_iter >= next_watch and stats[0] > stats[2]:
                 next_watch = n_iter + _WATCH_EVERY
                 if snapped and stats[0] > _STALL * snap_primal and ex.recession(True) > 0.0:

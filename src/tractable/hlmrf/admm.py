@@ -110,7 +110,8 @@ def solve(
         Seconds after which the solver stops with ``status="time_limit_reached"`` (every method:
         ADMM checks it every 10 iterations, the reference solvers take it as their own limit).
     progress : bool, default False
-        Show a tqdm progress bar (ADMM).
+        Show a tqdm progress bar (ADMM) with the certified gap of the last check, the residuals and
+        ``rho``.
     adaptive_rho : bool, default False
         Residual balancing (Boyd et al. 2011, Sec. 3.4.1, on residuals normalized by their
         tolerances): every 10 iterations ``rho`` is doubled when the primal residual is ten times
