@@ -65,7 +65,19 @@ N_NODES, N_LABELS = 100, 24
 
 
 def _peak_rss() -> int:
-    """Peak resident memory of this process, bytes (Linux reports KiB)."""
+    """Peak resident memory of this process image, bytes.
+
+    ``VmHWM`` of ``/proc/self/status`` on Linux: ``getrusage``'s ``ru_maxrss`` survives ``execve``, so a
+    worker that a nanny in the driver's process forked and re-executed reports the driver's peak there
+    (docs/distributed.md, "Memory of a worker"); ``ru_maxrss`` (KiB) elsewhere.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
