@@ -145,10 +145,10 @@ def yeast(rec: Recorder, l2_values, n_test: int | None, per_example: dict) -> No
         g_st = np.zeros(n)
         setup = np.zeros(n)
         for k, fg in enumerate(graphs):
-            g = gibbs(fg, N_SWEEPS, burn_in=BURN_IN, rng=k)
+            g = gibbs(fg, n_sweeps=N_SWEEPS, burn_in=BURN_IN, rng=k)
             g_dec[k] = g.marginals[:, 1] > 0.5
             g_upd[k], g_ev[k], g_t[k], g_st[k] = g.n_updates, g.n_factor_evaluations, g.time, g.sampling_time
-            setup[k] = gibbs(fg, 1, rng=k).time  # fixed cost of a call (wiring, start state) + 1 sweep
+            setup[k] = gibbs(fg, n_sweeps=1, rng=k).time  # fixed cost of a call (wiring, start state) + 1 sweep
         rec.add(
             section="yeast",
             l2=l2,
@@ -187,8 +187,8 @@ def yeast(rec: Recorder, l2_values, n_test: int | None, per_example: dict) -> No
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 for k, fg in enumerate(graphs):
                     a = adaptive_mmp(fg, epsilon=eps, max_sweeps=N_SWEEPS, burn_in=BURN_IN, rng=k)
-                    a_dec[k] = a.decisions
-                    sw[k], upd[k], ev[k], t[k] = a.n_sweeps, a.n_updates, a.n_factor_evaluations, a.time
+                    a_dec[k] = a.assignment
+                    sw[k], upd[k], ev[k], t[k] = a.n_iter, a.n_updates, a.n_factor_evaluations, a.time
                     st[k] = a.sampling_time
                     fac[k] = np.sum(a.factor_history)
                     conv[k] = a.converged
@@ -246,18 +246,18 @@ def inpainting_runs(rec: Recorder, size, budget: float, epsilons, seed: int = 0)
             )
         # one plain Gibbs run as long as the longest adaptive run; equal-time runs are its prefixes
         longest = max(a.time for a in adaptive.values())
-        setup = gibbs(fg, 1, rng=seed).time  # fixed cost of a call (wiring the graph, the start state) + 1 sweep
+        setup = gibbs(fg, n_sweeps=1, rng=seed).time  # fixed cost of a call (wiring the graph, the start state) + 1 sweep
         g = gibbs(
             fg,
-            MAX_SAMPLE_BYTES // n,
+            n_sweeps=MAX_SAMPLE_BYTES // n,
             burn_in=BURN_IN,
             rng=seed,
             return_samples=True,
             time_limit=longest,
         )
-    per_sweep = max(g.time - setup, 1e-9) / (g.n_sweeps + BURN_IN)
+    per_sweep = max(g.time - setup, 1e-9) / (g.n_iter + BURN_IN)
     for eps, a in adaptive.items():
-        k = int(np.clip(round((a.time - setup) / per_sweep) - BURN_IN, 2, g.n_sweeps))
+        k = int(np.clip(round((a.time - setup) / per_sweep) - BURN_IN, 2, g.n_iter))
         s = g.samples[:k]
         p0 = decision_confidence(s)
         g_conf = np.maximum(p0, 1.0 - p0) >= 1.0 - eps
@@ -278,12 +278,12 @@ def inpainting_runs(rec: Recorder, size, budget: float, epsilons, seed: int = 0)
             **common,
             method="adaptive",
             time_s=a.time,
-            sweeps=a.n_sweeps,
+            sweeps=a.n_iter,
             updates=a.n_updates,
             confident_pct=100 * a_conf.mean(),
-            err_pct=100 * np.mean(a.decisions != truth),
-            err_occluded_pct=100 * np.mean(a.decisions[occluded] != truth[occluded]),
-            agree_gibbs_pct=100 * np.mean(a.decisions == g_dec),
+            err_pct=100 * np.mean(a.assignment != truth),
+            err_occluded_pct=100 * np.mean(a.assignment[occluded] != truth[occluded]),
+            agree_gibbs_pct=100 * np.mean(a.assignment == g_dec),
             converged=a.converged,
         )
     return {"problem": prob, "adaptive": adaptive, "gibbs": g}
@@ -318,7 +318,7 @@ def figure_inpainting(runs: dict, path: Path) -> None:
     ax[1, 0].imshow(prob.image, cmap="gray", vmin=0, vmax=1)
     ax[1, 0].set_title("true image")
     norm = LogNorm(vmin=10, vmax=1e5)
-    panels = [(f"Gibbs ({g.n_sweeps} sweeps)", g.marginals[:, 1], np.full(H * W, g.n_sweeps))]
+    panels = [(f"Gibbs ({g.n_iter} sweeps)", g.marginals[:, 1], np.full(H * W, g.n_iter))]
     panels += [(f"eps = {eps:g}", a.marginals[:, 1], a.samples_per_variable) for eps, a in adaptive.items()]
     im = None
     for c, (title, marg, counts) in enumerate(panels, start=1):
@@ -379,7 +379,7 @@ def warm_up() -> None:
     fg.add_factor(TableFactor([1, 2], [[0.3, 0.0], [0.0, 0.3]]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        gibbs(fg, 5, burn_in=1, rng=0, return_samples=True)
+        gibbs(fg, n_sweeps=5, burn_in=1, rng=0, return_samples=True)
         adaptive_mmp(fg, max_sweeps=30, rng=0)
         adaptive_mmp(fg, max_sweeps=30, rng=0, time_limit=10.0)
 

@@ -71,7 +71,7 @@ def _lbp(fg, options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
-        res = loopy(fg, "sum", **options)
+        res = loopy(fg, task="marginals", **options)
         return res, time.perf_counter() - t0
 
 

@@ -97,7 +97,7 @@ def bench_network(name, models_dir, BIFReader, VariableElimination) -> dict:
 
     # best of at least 5 runs (and 1 s, as pgmpy's): the first run also loads the compiled kernels
     t_ours, res = best_time(
-        lambda: infer(fg, "marginals", method="variable_elimination", evidence=evidence), repeat=5, min_time=1.0
+        lambda: infer(fg, task="marginals", method="variable_elimination", evidence=evidence), repeat=5, min_time=1.0
     )
 
     def pgmpy_all():

@@ -23,10 +23,10 @@ exact = model.predict(X_test[:100])
 plain_dec, adapt_dec, plain_upd, adapt_upd = [], [], 0, 0
 for i, x in enumerate(X_test[:100]):
     fg = model.factor_graph(x)
-    g = gibbs(fg, 500, burn_in=10, rng=i)
+    g = gibbs(fg, n_sweeps=500, burn_in=10, rng=i)
     a = adaptive_mmp(fg, epsilon=1e-5, max_sweeps=500, rng=i)
     plain_dec.append(g.marginals[:, 1] > 0.5)
-    adapt_dec.append(a.decisions)
+    adapt_dec.append(a.assignment)
     plain_upd += g.n_updates
     adapt_upd += a.n_updates
 print(f"exact MMP Hamming error on 100 test genes: {np.mean(exact != Y_test[:100]):.3f}")

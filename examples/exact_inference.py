@@ -18,13 +18,13 @@ fg.add_factor(TableFactor([0], np.log([0.8, 0.2])))
 fg.add_factor(TableFactor([0, 1], np.log([[0.6, 0.4], [0.99, 0.01]])))
 fg.add_factor(TableFactor([1, 2], np.log([[0.9, 0.1], [0.05, 0.95]])))
 
-res = variable_elimination(fg, "marginals")
+res = variable_elimination(fg, task="marginals")
 print("P(wet) =", res.marginals[2].round(4), " log Z =", round(res.log_partition, 6))
 
-posterior = infer(fg, "marginals", evidence={"wet": 1})
+posterior = infer(fg, task="marginals", evidence={"wet": 1})
 print("P(rain | wet) =", posterior.marginals[0].round(4))
 
-best = infer(fg, "map", evidence={"wet": 1})
+best = infer(fg, task="map", evidence={"wet": 1})
 print("most probable explanation of wet grass:", dict(zip(fg.names, best.assignment.tolist())))
 
 with tempfile.TemporaryDirectory() as d:

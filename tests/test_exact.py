@@ -48,11 +48,11 @@ def test_enumeration_and_elimination_match_brute_force(fg):
             with pytest.raises(ValueError, match="no configuration has non-zero probability"):
                 fn(fg)
         return
-    for res in (enumerate_marginals(fg), variable_elimination(fg, "marginals")):
+    for res in (enumerate_marginals(fg), variable_elimination(fg, task="marginals")):
         assert res.log_partition == pytest.approx(log_z, abs=TOL, rel=TOL)
         for m, ref in zip(res.marginals, marginals):
             np.testing.assert_allclose(m, ref, atol=TOL)
-    for res in (enumerate_map(fg), variable_elimination(fg, "map")):
+    for res in (enumerate_map(fg), variable_elimination(fg, task="map")):
         assert res.score == pytest.approx(best, abs=TOL, rel=TOL)
         assert fg.score(res.assignment) == pytest.approx(res.score, abs=TOL, rel=TOL)
 
@@ -70,7 +70,7 @@ def test_evidence_matches_brute_force_on_conditioned_graph(fg, data):
             infer(fg, evidence=evidence)
         return
     for method in ("enumerate", "variable_elimination"):
-        res = infer(fg, "marginals", method=method, evidence=evidence)
+        res = infer(fg, task="marginals", method=method, evidence=evidence)
         assert res.log_partition == pytest.approx(log_z, abs=TOL, rel=TOL)
         for v in range(n):
             if v in evidence:
@@ -78,7 +78,7 @@ def test_evidence_matches_brute_force_on_conditioned_graph(fg, data):
             else:
                 k = int(np.flatnonzero(sub.kept_variables == v)[0])
                 np.testing.assert_allclose(res.marginals[v], marginals[k], atol=TOL)
-        m = infer(fg, "map", method=method, evidence=evidence)
+        m = infer(fg, task="map", method=method, evidence=evidence)
         assert all(m.assignment[v] == s for v, s in evidence.items())
         assert m.score == pytest.approx(best, abs=TOL, rel=TOL)
 
@@ -92,7 +92,7 @@ def test_elimination_with_large_ranges_matches_brute_force(seed, scale, p_forbid
     log_z, marginals, _ = brute_force(fg)
     if log_z == -np.inf:
         return
-    res = variable_elimination(fg, "marginals")
+    res = variable_elimination(fg, task="marginals")
     assert res.log_partition == pytest.approx(log_z, abs=TOL, rel=TOL)
     for m, ref in zip(res.marginals, marginals):
         np.testing.assert_allclose(m, ref, atol=TOL)
@@ -170,7 +170,7 @@ def test_grid_elimination_matches_enumeration():
     assert b.log_partition == pytest.approx(a.log_partition, rel=1e-12)
     for x, y in zip(a.marginals, b.marginals):
         np.testing.assert_allclose(x, y, atol=1e-12)
-    assert variable_elimination(fg, "map").score == pytest.approx(enumerate_map(fg).score, rel=1e-12)
+    assert variable_elimination(fg, task="map").score == pytest.approx(enumerate_map(fg).score, rel=1e-12)
 
 
 def test_map_ties_break_to_first_assignment():
@@ -208,7 +208,7 @@ def test_inputs_are_not_mutated():
     fg = random_factor_graph(4, 5, rng=0)
     before = [f.log_table.copy() for f in fg.factors]
     variable_elimination(fg)
-    infer(fg, "map", evidence={0: 1})
+    infer(fg, task="map", evidence={0: 1})
     assert all(np.array_equal(a, f.log_table) for a, f in zip(before, fg.factors))
 
 
@@ -245,9 +245,9 @@ def _small():
     "run",
     [
         enumerate_marginals,
-        lambda fg: variable_elimination(fg, "marginals"),
-        lambda fg: infer(fg, "marginals"),
-        lambda fg: infer(fg, "marginals", method="variable_elimination", evidence={1: 0}),
+        lambda fg: variable_elimination(fg, task="marginals"),
+        lambda fg: infer(fg, task="marginals"),
+        lambda fg: infer(fg, task="marginals", method="variable_elimination", evidence={1: 0}),
     ],
 )
 def test_marginals_are_one_read_only_array_when_cardinalities_are_equal(run):
@@ -264,7 +264,7 @@ def test_marginals_are_one_read_only_array_when_cardinalities_are_equal(run):
 
 
 @pytest.mark.parametrize(
-    "run", [enumerate_map, lambda fg: variable_elimination(fg, "map"), lambda fg: infer(fg, "map", evidence={0: 1})]
+    "run", [enumerate_map, lambda fg: variable_elimination(fg, task="map"), lambda fg: infer(fg, task="map", evidence={0: 1})]
 )
 def test_assignment_is_read_only(run):
     res = run(_small())
@@ -277,7 +277,7 @@ def test_assignment_is_read_only(run):
 def test_marginals_are_a_tuple_when_cardinalities_differ(method):
     fg = random_factor_graph(4, 5, max_cardinality=3, rng=1)
     assert len(set(fg.cardinalities.tolist())) > 1
-    res = infer(fg, "marginals", method=method, evidence={0: 1})
+    res = infer(fg, task="marginals", method=method, evidence={0: 1})
     assert isinstance(res.marginals, tuple) and len(res.marginals) == 4
     assert [m.shape for m in res.marginals] == [(int(c),) for c in fg.cardinalities]
     with pytest.raises(ValueError, match="read-only"):
@@ -289,7 +289,7 @@ def test_method_reported_is_the_method_run():
     assert set(METHODS) == {"enumerate", "variable_elimination"}
     for method in METHODS:
         assert infer(fg, method=method).method == method
-        assert infer(fg, "map", method=method).method == method
+        assert infer(fg, task="map", method=method).method == method
     assert infer(fg).method == "enumerate"  # 8 assignments <= enumerate_below
     assert infer(fg, enumerate_below=4).method == "variable_elimination"
     assert "picked by 'auto' for 8 assignments" in infer(fg).message
@@ -321,9 +321,9 @@ def test_inapplicable_options_and_old_names_are_errors(kwargs, message):
 def test_options_are_keyword_only():
     fg = _small()
     with pytest.raises(TypeError):
-        infer(fg, "marginals", "enumerate")
+        infer(fg, "marginals")
     with pytest.raises(TypeError):
-        variable_elimination(fg, "marginals", [0, 1, 2])
+        variable_elimination(fg, "marginals")
     with pytest.raises(TypeError):
         enumerate_marginals(fg, 100)
     with pytest.raises(TypeError):
@@ -417,7 +417,7 @@ def test_a_network_too_wide_as_a_whole_is_solved_by_relevant_groups():
     assert res.log_partition == pytest.approx(ref.log_partition, rel=1e-12)
     for m, r in zip(res.marginals, ref.marginals):
         np.testing.assert_allclose(m, r, atol=1e-12)
-    full = infer(fg, "marginals", method="variable_elimination", evidence=evidence, max_table_size=32)
+    full = infer(fg, task="marginals", method="variable_elimination", evidence=evidence, max_table_size=32)
     assert full.log_partition == pytest.approx(ref.log_partition, rel=1e-12)
 
 

@@ -40,7 +40,7 @@ def _results():
         "exact.enumerate_marginals": exact.enumerate_marginals(fg),
         "exact.enumerate_map": exact.enumerate_map(fg),
         "exact.variable_elimination": exact.variable_elimination(fg, task="marginals"),
-        "exact.infer": exact.infer(fg, "marginals"),
+        "exact.infer": exact.infer(fg, task="marginals"),
         "cardinality.marginals": cardinality.marginals(theta, f),
         "cardinality.chain_marginals": cardinality.chain_marginals(theta, f),
         "cardinality.map_assignment": cardinality.map_assignment(theta, f),

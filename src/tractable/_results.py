@@ -39,6 +39,7 @@ __all__ = [
     "MAPResult",
     "MAX_ITER_REACHED",
     "MarginalsResult",
+    "Result",
     "NO_SOLUTION_STATUSES",
     "OPTIMAL",
     "SOLUTION_STATUSES",
@@ -122,8 +123,44 @@ def warn_stopped(message: str, stacklevel: int = 3) -> None:
     warnings.warn(message, ConvergenceWarning, stacklevel=stacklevel)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """The fields every result of the library shares, declared once.
+
+    Every result type derives from this class: a frozen dataclass whose own fields (the answer)
+    come first and may be given by position, followed by these six, which are keyword-only.
+
+    Attributes
+    ----------
+    time : float
+        Wall-clock seconds spent.
+    method : str
+        The algorithm that produced the result (the name the user passed, or the function's name).
+    converged : bool, default True
+        ``False`` only for an iterative method that stopped before its criterion, always with a
+        :class:`ConvergenceWarning`.
+    n_iter : int, default 0
+        Iterations (rounds, sweeps) of an iterative method; ``0`` for exact and one-pass methods.
+    status : str, default "optimal"
+        One of :data:`STATUSES`.
+    message : str, default ""
+        A one-line account of how the method stopped (:func:`stop_message`).
+    """
+
+    time: float
+    method: str
+    converged: bool = True
+    n_iter: int = 0
+    status: str = OPTIMAL
+    message: str = field(default="")
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"`status` must be one of {STATUSES}; got {self.status!r}.")
+
+
 @dataclass(frozen=True)
-class MarginalsResult:
+class MarginalsResult(Result):
     """Marginals and log partition function of a discrete model.
 
     Attributes
@@ -134,26 +171,16 @@ class MarginalsResult:
         (read-only; see :func:`frozen_marginals`).
     log_partition : float
         ``log Z = log sum_y exp(score(y))``.
-    time : float
-        Wall-clock seconds spent.
-    method : str
-        The algorithm that produced the result.
-    converged, n_iter, status, message
-        As in every result (exact methods: ``True``, ``0``, ``"optimal"``).
+    time, method, converged, n_iter, status, message
+        As in every result (:class:`Result`; exact methods: ``True``, ``0``, ``"optimal"``).
     """
 
     marginals: np.ndarray | tuple
     log_partition: float
-    time: float
-    method: str = ""
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = field(default="")
 
 
 @dataclass(frozen=True)
-class MAPResult:
+class MAPResult(Result):
     """A maximizing assignment of a discrete model.
 
     Attributes
@@ -162,19 +189,9 @@ class MAPResult:
         One maximizer of ``score`` (read-only).
     score : float
         ``score(assignment)``, the maximum of the unnormalized log-probability.
-    time : float
-        Wall-clock seconds spent.
-    method : str
-        The algorithm that produced the result.
-    converged, n_iter, status, message
-        As in every result (exact methods: ``True``, ``0``, ``"optimal"``).
+    time, method, converged, n_iter, status, message
+        As in every result (:class:`Result`; exact methods: ``True``, ``0``, ``"optimal"``).
     """
 
     assignment: np.ndarray
     score: float
-    time: float
-    method: str = ""
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = field(default="")

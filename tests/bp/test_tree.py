@@ -60,7 +60,7 @@ def test_tree_inference_equals_enumeration(n, k, seed):
     res = tree_marginals(unary, edges, pw)
     assert_allclose(res.log_partition, lz, atol=TOL, rtol=TOL)
     for i in range(n):
-        assert_allclose(res.node_marginals[i], np.bincount(ys[:, i], weights=p, minlength=k), atol=TOL)
+        assert_allclose(res.marginals[i], np.bincount(ys[:, i], weights=p, minlength=k), atol=TOL)
     for e, (u, v) in enumerate(edges):
         joint = np.zeros((k, k))
         np.add.at(joint, (ys[:, u], ys[:, v]), p)
@@ -76,7 +76,7 @@ def test_batch_equals_one_model_at_a_time(seed):
     res = tree_marginals_batch([m[0] for m in models], [m[1] for m in models], [m[2] for m in models])
     for b, (u, e, pw) in enumerate(models):
         one = tree_marginals(u, e, pw)
-        assert_allclose(res.node_marginals[b], one.node_marginals, atol=TOL)
+        assert_allclose(res.marginals[b], one.marginals, atol=TOL)
         assert_allclose(res.log_partition[b], one.log_partition, atol=TOL)
         assert_allclose(res.edge_marginals[b], one.edge_marginals, atol=TOL)
 
@@ -88,10 +88,10 @@ def test_a_long_chain_runs_level_by_level_and_a_star_in_one_level():
     unary = rng.normal(size=(n, 2))
     pw = np.tile(np.array([[0.5, 0.0], [0.0, 0.5]]), (n - 1, 1, 1))
     res = tree_marginals(unary, chain, pw)
-    assert np.all(np.isfinite(res.node_marginals)) and np.isfinite(res.log_partition)
+    assert np.all(np.isfinite(res.marginals)) and np.isfinite(res.log_partition)
     star = np.c_[np.zeros(n - 1, dtype=np.int64), np.arange(1, n)]
     res = tree_marginals(unary, star, pw)
-    assert_allclose(res.node_marginals.sum(1), 1.0)
+    assert_allclose(res.marginals.sum(1), 1.0)
     assert tree_map(unary, star, pw).assignment.shape == (n,)
 
 
@@ -140,7 +140,7 @@ def test_compiled_forest_reuses_one_structure(seed):
         pw = [rng.normal(size=m[2].shape) for m in models]
         node, edge, logz = forest_marginals(forest, u, np.concatenate(pw))
         ref = tree_marginals_batch(u, [m[1] for m in models], pw)
-        assert_allclose(node, ref.node_marginals, atol=TOL) and assert_allclose(logz, ref.log_partition, atol=TOL)
+        assert_allclose(node, ref.marginals, atol=TOL) and assert_allclose(logz, ref.log_partition, atol=TOL)
 
 
 def test_batch_arguments_must_agree_in_length():

@@ -2,7 +2,7 @@
 
 import re
 
-from tractable.cardinality._demo import demo_rows
+from tractable.demo.cardinality import demo_rows
 
 
 def test_demo_rows():

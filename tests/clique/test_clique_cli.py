@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tractable.clique import LinearMajority, majority_exact, score
-from tractable.clique._cli import register
+from tractable.cli.clique import register
 
 
 def _run(argv, capsys):

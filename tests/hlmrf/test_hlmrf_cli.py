@@ -8,7 +8,7 @@ import pytest
 
 from tractable.datasets import opinion_diffusion
 from tractable.hlmrf import solve
-from tractable.hlmrf._cli import register
+from tractable.cli.hlmrf import register
 
 
 def _main(argv):
@@ -70,7 +70,7 @@ def test_cli_bad_file(tmp_path):
 
 
 def test_demo_rows():
-    from tractable.hlmrf._demo import demo_rows
+    from tractable.demo.hlmrf import demo_rows
 
     rows = demo_rows()
     assert len(rows) == 4

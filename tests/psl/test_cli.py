@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tractable.cli import main
-from tractable.psl._demo import demo_rows
+from tractable.demo.psl import demo_rows
 
 
 def _write(path, rows):

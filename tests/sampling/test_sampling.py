@@ -43,23 +43,23 @@ def test_gibbs_converges_to_the_exact_marginals(seed, hard):
     rng = np.random.default_rng(seed)
     fg = _random_binary_graph(rng, hard=hard)
     exact = enumerate_marginals(fg).marginals
-    res = gibbs(fg, 40_000, burn_in=200, rng=seed)
+    res = gibbs(fg, n_sweeps=40_000, burn_in=200, rng=seed)
     # 40,000 sweeps of a 6-variable model mixing within a few sweeps: the Rao-Blackwellized estimate's
     # standard error is below 0.005; 0.02 is four of them
     assert_allclose(res.marginals, exact, atol=0.02)
-    assert res.n_sweeps == 40_000 and res.n_updates == 40_200 * 6 and res.status == "completed"
+    assert res.n_iter == 40_000 and res.n_updates == 40_200 * 6 and res.status == "completed"
 
 
 def test_gibbs_same_seed_same_result_and_samples():
     fg = _random_binary_graph(np.random.default_rng(1))
-    a = gibbs(fg, 300, rng=7, return_samples=True)
-    b = gibbs(fg, 300, rng=7, return_samples=True)
+    a = gibbs(fg, n_sweeps=300, rng=7, return_samples=True)
+    b = gibbs(fg, n_sweeps=300, rng=7, return_samples=True)
     assert np.array_equal(a.samples, b.samples) and np.array_equal(a.marginals, b.marginals)
     assert a.samples.shape == (300, 6) and a.samples.dtype == np.uint8
-    assert not np.array_equal(a.samples, gibbs(fg, 300, rng=8, return_samples=True).samples)
+    assert not np.array_equal(a.samples, gibbs(fg, n_sweeps=300, rng=8, return_samples=True).samples)
     # samples never leave the feasible set
     hard = _random_binary_graph(np.random.default_rng(2), hard=True)
-    s = gibbs(hard, 500, rng=0, return_samples=True).samples
+    s = gibbs(hard, n_sweeps=500, rng=0, return_samples=True).samples
     assert np.all(np.isfinite(hard.score(s.astype(np.int64))))
 
 
@@ -68,10 +68,10 @@ def test_gibbs_starts_from_a_decoding_when_the_field_optimum_is_infeasible():
     for v in range(4):
         fg.add_factor(TableFactor([v], [0.0, 2.0]))  # each wants to be on
     fg.add_factor(CardinalityFactor(range(4), [0.0, 0.0, -np.inf, -np.inf, -np.inf]))  # at most one on
-    res = gibbs(fg, 20_000, rng=0)
+    res = gibbs(fg, n_sweeps=20_000, rng=0)
     assert_allclose(res.marginals, enumerate_marginals(fg).marginals, atol=0.02)
     with pytest.raises(ValueError, match=re.escape("`init` must be a feasible state")):
-        gibbs(fg, 10, init=[1, 1, 0, 0])
+        gibbs(fg, n_sweeps=10, init=[1, 1, 0, 0])
 
 
 @settings(max_examples=200, deadline=None)
@@ -199,22 +199,22 @@ def test_adaptive_decisions_agree_with_exact_mmp(seed, epsilon):
     res = adaptive_mmp(fg, epsilon=epsilon, max_sweeps=20_000, rng=seed)
     assert res.converged and res.status == "converged"
     clear = np.abs(exact - 0.5) > 0.05
-    assert np.array_equal(res.decisions[clear], (exact[clear] > 0.5).astype(np.uint8))
+    assert np.array_equal(res.assignment[clear], (exact[clear] > 0.5).astype(np.int64))
     assert np.all(res.confidence >= 1 - epsilon)
     assert res.active_history[0] == 10 and np.all(np.diff(res.active_history) <= 0)
     assert np.all(np.diff(res.factor_history) <= 0)
-    assert res.n_updates < (res.n_sweeps + 10) * 10  # pruning saved updates
+    assert res.n_updates < (res.n_iter + 10) * 10  # pruning saved updates
 
 
 def test_adaptive_same_seed_same_result_and_warns_when_stopped_short():
     fg = _mmp_model(0)
     a, b = adaptive_mmp(fg, rng=3), adaptive_mmp(fg, rng=3)
-    assert np.array_equal(a.decisions, b.decisions) and np.array_equal(a.samples_per_variable, b.samples_per_variable)
+    assert np.array_equal(a.assignment, b.assignment) and np.array_equal(a.samples_per_variable, b.samples_per_variable)
     with pytest.warns(ConvergenceWarning, match="iteration limit"):
         short = adaptive_mmp(fg, max_sweeps=5, n0=20, rng=0)
-    assert not short.converged and short.status == "max_iter_reached" and short.n_sweeps == 5
+    assert not short.converged and short.status == "max_iter_reached" and short.n_iter == 5
     with pytest.raises(ValueError, match="read-only"):
-        short.decisions[0] = 1
+        short.assignment[0] = 1
 
 
 @pytest.mark.parametrize(
@@ -235,28 +235,28 @@ def test_non_binary_models_and_nan_potentials_are_rejected():
     with pytest.raises(ValueError, match=re.escape("`fg` must have binary variables only")):
         adaptive_mmp(fg)
     with pytest.raises(ValueError, match=re.escape("`fg` must have binary variables only")):
-        gibbs(fg, 10)
+        gibbs(fg, n_sweeps=10)
     with pytest.raises(ValueError, match="NaN"):
         TableFactor([0], [0.0, np.nan])
     with pytest.raises(TypeError, match="`fg` must be a FactorGraph"):
-        gibbs(np.zeros(3), 10)
+        gibbs(np.zeros(3), n_sweeps=10)
     with pytest.raises(TypeError):
-        gibbs(_mmp_model(0), 10, 5)  # options are keyword-only
+        gibbs(_mmp_model(0), 10)  # options are keyword-only
 
 
 def test_gibbs_time_limit_warns():
     fg = _mmp_model(0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = gibbs(fg, 10**8, time_limit=0.05, rng=0)
-    assert res.status == "time_limit_reached" and res.n_sweeps < 10**8
+        res = gibbs(fg, n_sweeps=10**8, time_limit=0.05, rng=0)
+    assert res.status == "time_limit_reached" and res.n_iter < 10**8
     assert any(issubclass(c.category, ConvergenceWarning) for c in caught)
 
 
 def test_init_must_be_a_binary_state_of_the_right_shape():
     fg = _mmp_model(0)
     with pytest.raises(ValueError, match=re.escape("`init` must be a 0/1 array of shape (10,); got (3,).")):
-        gibbs(fg, 10, init=[0, 1, 0])
+        gibbs(fg, n_sweeps=10, init=[0, 1, 0])
     with pytest.raises(ValueError, match=re.escape("`init` must be a 0/1 array of shape (10,)")):
         adaptive_mmp(fg, init=np.full(10, 2))
     with pytest.raises(TypeError, match=re.escape("the Gibbs sampler handles TableFactor and CardinalityFactor")):
@@ -264,4 +264,4 @@ def test_init_must_be_a_binary_state_of_the_right_shape():
 
         bad = FactorGraph([2, 2])
         bad.add_factor(RecursiveCardinalityFactor([0, 1], [[0, 1]], [[0.0, 0.0, 0.0]]))
-        gibbs(bad, 10)
+        gibbs(bad, n_sweeps=10)

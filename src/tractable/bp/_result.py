@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
+from .._results import Result
 
 __all__ = ["BPResult"]
 
 
 @dataclass(frozen=True)
-class BPResult:
+class BPResult(Result):
     """Beliefs, Bethe estimate of ``log Z`` and a decoded assignment from belief propagation.
 
     Attributes
     ----------
     marginals : ndarray of shape (n, k), or tuple of ndarray
         ``marginals[i]`` is variable ``i``'s belief, shape ``(card_i,)``, summing to 1 (read-only):
-        the sum-product marginal estimate, or for ``kind="max"`` the max-marginals
+        the sum-product marginal estimate, or for ``task="map"`` the max-marginals
         ``max_{y: y_i = s} p(y)``, rescaled to sum to 1. ``(n, 2)`` for binary models.
     log_partition : float
         Sum-product: the Bethe approximation of ``log Z`` (exact on trees). NaN for max-product.
@@ -31,8 +34,8 @@ class BPResult:
         without ties).
     score : float
         ``fg.score(assignment)`` (``-inf`` if the decoded states violate a hard constraint).
-    kind : str
-        ``"sum"`` or ``"max"``.
+    task : str
+        ``"marginals"`` (sum-product) or ``"map"`` (max-product), as passed to :func:`~tractable.bp.loopy`.
     max_residual : float
         Largest change of a factor-to-variable message (as probabilities) in the last iteration.
     time, method, converged, n_iter, status, message
@@ -45,11 +48,11 @@ class BPResult:
     factor_marginals: tuple
     assignment: np.ndarray
     score: float
-    kind: str
+    task: str
     max_residual: float
-    time: float
-    method: str
-    converged: bool
-    n_iter: int
-    status: str
-    message: str
+
+    @property
+    def kind(self) -> str:
+        """Deprecated: ``"sum"`` / ``"max"`` for ``task`` ``"marginals"`` / ``"map"``; use ``task``."""
+        warnings.warn("`BPResult.kind` is deprecated; use `BPResult.task`.", DeprecationWarning, stacklevel=2)
+        return "sum" if self.task == "marginals" else "max"

@@ -14,11 +14,14 @@ a count of ``-inf`` terms, so removing one incoming message never computes ``-in
 
 from __future__ import annotations
 
+import dataclasses
 import time
+import warnings
 
 import numpy as np
 
 from .._errors import ZeroPartitionError
+from .._evidence import condition, full_assignment, full_factor_beliefs, full_marginals
 from .._logspace import logsumexp
 from .._results import (
     CONVERGED,
@@ -35,9 +38,14 @@ from . import _messages, _recursive  # noqa: F401  (register the built-in factor
 from ._result import BPResult
 from ._wiring import Wiring, compile_graph
 
-__all__ = ["KINDS", "SCHEDULES", "loopy"]
+__all__ = ["KINDS", "SCHEDULES", "TASKS", "loopy"]
 
+#: What ``loopy`` computes, the selector word of :func:`tractable.exact.infer`: marginals by
+#: sum-product, or the MAP assignment by max-product.
+TASKS = ("marginals", "map")
+#: The message semiring of each task (the word the factor message handlers take).
 KINDS = ("sum", "max")
+_KIND_OF_TASK = dict(zip(TASKS, KINDS))
 SCHEDULES = ("parallel", "sequential")
 
 
@@ -104,11 +112,31 @@ def _residual(new: np.ndarray, old: np.ndarray) -> float:
     return float(np.max(np.abs(np.exp(new) - np.exp(old)), initial=0.0))
 
 
-def _validate(fg, kind, max_iter, tol, damping, schedule, time_limit):
+def _task(task, kind) -> str:
+    """The task, from ``task`` or the deprecated ``kind`` ("sum" / "max")."""
+    if kind is not None:
+        warnings.warn(
+            '`kind=` of bp.loopy is deprecated; use task="marginals" (for "sum") or task="map" (for "max").',
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if task is not None:
+            raise ValueError(f"give `task` or the deprecated `kind`, not both; got task={task!r}, kind={kind!r}.")
+        check_choice(kind, "kind", KINDS)
+        return TASKS[KINDS.index(kind)]
+    task = "marginals" if task is None else task
+    check_choice(task, "task", TASKS)
+    return task
+
+
+def _validate(fg, max_iter, tol, damping, schedule, rng, time_limit):
     if not isinstance(fg, FactorGraph):
         raise TypeError(f"`fg` must be a FactorGraph; got {type(fg).__name__}.")
-    check_choice(kind, "kind", KINDS)
     check_choice(schedule, "schedule", SCHEDULES)
+    if rng is not None and schedule != "sequential":
+        raise ValueError(
+            f"`rng` orders the updates of schedule='sequential' only; got rng={rng!r} with schedule={schedule!r}."
+        )
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol", strict=False)
     damping = float(check_positive(damping, "damping", strict=False))
@@ -121,8 +149,9 @@ def _validate(fg, kind, max_iter, tol, damping, schedule, time_limit):
 
 def loopy(
     fg: FactorGraph,
-    kind: str = "sum",
     *,
+    task: str | None = None,
+    evidence: dict | None = None,
     max_iter: int = 500,
     tol: float = 1e-8,
     damping: float = 0.0,
@@ -130,6 +159,7 @@ def loopy(
     rng=None,
     time_limit: float | None = None,
     progress: bool = False,
+    kind: str | None = None,
 ) -> BPResult:
     """Loopy belief propagation (sum-product or max-product) on a factor graph with high-order factors.
 
@@ -138,8 +168,13 @@ def loopy(
     fg : FactorGraph
         Any mix of :class:`~tractable.TableFactor`, :class:`~tractable.CardinalityFactor` and other
         factor types with registered messages (:func:`tractable.bp.register`).
-    kind : {"sum", "max"}
-        Sum-product (marginals, Bethe ``log Z``) or max-product (max-marginals, MAP decoding).
+    task : {"marginals", "map"}, default "marginals"
+        Sum-product (marginals, Bethe ``log Z``) or max-product (max-marginals, MAP decoding); the
+        same selector as :func:`tractable.exact.infer`.
+    evidence : dict, optional
+        ``{variable (index or name): state}``: BP runs on the graph conditioned on it, and the result
+        is over all variables (an observed variable's belief is one-hot at its state; ``log_partition``
+        is then the estimate of ``log Z`` restricted to the evidence, as in :func:`tractable.exact.infer`).
     max_iter : int, default 500
         Iteration budget (one iteration updates every message once).
     tol : float, default 1e-8
@@ -152,11 +187,14 @@ def loopy(
         ``"sequential"``: factors update one at a time in a random order per iteration, each seeing
         the messages of the factors before it (fewer iterations, more Python work per iteration).
     rng : None, int or numpy.random.Generator
-        Order of the sequential schedule.
+        Order of the sequential schedule (the parallel schedule has no randomness: giving ``rng``
+        with it is an error).
     time_limit : float, optional
         Seconds after which to stop (``status="time_limit_reached"``).
     progress : bool, default False
         Show a tqdm progress bar of the iterations.
+    kind : {"sum", "max"}, optional
+        Deprecated spelling of ``task`` (``"sum"`` is ``"marginals"``, ``"max"`` is ``"map"``).
 
     Returns
     -------
@@ -197,8 +235,11 @@ def loopy(
     array([0.5649, 0.3318, 0.7117])
     """
     t0 = time.perf_counter()
-    max_iter, tol, damping, time_limit = _validate(fg, kind, max_iter, tol, damping, schedule, time_limit)
+    task = _task(task, kind)
+    kind = _KIND_OF_TASK[task]
+    max_iter, tol, damping, time_limit = _validate(fg, max_iter, tol, damping, schedule, rng, time_limit)
     gen = check_rng(rng)
+    full, (fg, ev) = fg, condition(fg, evidence)
     wiring = compile_graph(fg, per_factor=schedule == "sequential")
     if wiring.constant == -np.inf:
         raise ZeroPartitionError("no configuration has non-zero probability: the graph's constant is -inf.")
@@ -209,7 +250,7 @@ def loopy(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=max_iter, desc=f"loopy BP ({kind})", unit="it")
+        bar = tqdm(total=max_iter, desc=f"loopy BP ({task})", unit="it")
     status, residual, n_iter = MAX_ITER_REACHED, float("inf"), 0
     try:
         for n_iter in range(1, max_iter + 1):  # noqa: B007 - n_iter is reported after the loop
@@ -246,7 +287,20 @@ def loopy(
     finally:
         if bar is not None:
             bar.close()
-    return _finish(fg, wiring, nu, kind, status, n_iter, residual, t0)
+    res = _finish(fg, wiring, nu, kind, status, n_iter, residual, t0)
+    if not ev:
+        return res
+    assignment = full_assignment(full, fg, ev, res.assignment)
+    return dataclasses.replace(
+        res,
+        marginals=frozen_marginals(full_marginals(full, fg, ev, res.marginals)),
+        factor_marginals=tuple(
+            None if t is None else frozen_array(t) for t in full_factor_beliefs(full, ev, res.factor_marginals)
+        ),
+        assignment=frozen_array(assignment),
+        score=float(full.score(assignment)),
+        time=time.perf_counter() - t0,
+    )
 
 
 def card_of(wiring: Wiring, fac) -> int:
@@ -294,7 +348,7 @@ def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
         factor_marginals=tuple(factor_m),
         assignment=frozen_array(assignment),
         score=score,
-        kind=kind,
+        task=TASKS[KINDS.index(kind)],
         max_residual=float(residual),
         time=time.perf_counter() - t0,
         method="loopy",

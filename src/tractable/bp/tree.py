@@ -17,6 +17,7 @@ Chechetka & Guestrin 2010) are solved in one pass over the disjoint union of the
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from .._errors import ZeroPartitionError
 from .._forest import check_forest
 from .._logspace import logsumexp
-from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
+from .._results import OPTIMAL, MAPResult, Result, frozen_array, stop_message
 from .._validate import as_float_array
 from . import _kernels
 
@@ -41,60 +42,55 @@ __all__ = [
 ]
 
 
+def _deprecated_node_marginals(self):
+    warnings.warn(
+        f"`{type(self).__name__}.node_marginals` is deprecated; use `.marginals`.", DeprecationWarning, stacklevel=3
+    )
+    return self.marginals
+
+
 @dataclass(frozen=True)
-class TreeMarginals:
+class TreeMarginals(Result):
     """Exact marginals and ``log Z`` of a forest-structured model.
 
     Attributes
     ----------
-    node_marginals : ndarray of shape (N, k)
-        ``P(y_i = a)`` (read-only); also available as ``marginals``.
+    marginals : ndarray of shape (N, k)
+        ``P(y_i = a)`` (read-only). ``node_marginals`` is a deprecated alias.
     edge_marginals : ndarray of shape (E, k, k)
         ``P(y_u = a, y_v = b)`` for edge ``e = (u, v)`` as given (read-only).
     log_partition : float
     time, method, converged, n_iter, status, message
-        As in every result (exact: ``status="optimal"``).
+        As in every result (exact: ``status="optimal"``; ``method="tree_marginals"``).
     """
 
-    node_marginals: np.ndarray
+    marginals: np.ndarray
     edge_marginals: np.ndarray
     log_partition: float
-    time: float
-    method: str = "tree_sum_product"
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = ""
 
-    @property
-    def marginals(self) -> np.ndarray:
-        """The node marginals, under the library's common name."""
-        return self.node_marginals
+    node_marginals = property(_deprecated_node_marginals)
 
 
 @dataclass(frozen=True)
-class TreeMarginalsBatch:
+class TreeMarginalsBatch(Result):
     """Exact marginals of ``B`` forest-structured models (see :func:`tree_marginals_batch`).
 
     Attributes
     ----------
-    node_marginals : ndarray of shape (B, N, k)
+    marginals : ndarray of shape (B, N, k)
+        ``marginals[b]`` are model ``b``'s marginals (read-only). ``node_marginals`` is a deprecated alias.
     edge_marginals : tuple of B ndarrays of shape (E_b, k, k)
         A stacked ``(B, E, k, k)`` array when every model has the same number of edges.
     log_partition : ndarray of shape (B,)
     time, method, converged, n_iter, status, message
-        As in every result.
+        As in every result (``method="tree_marginals_batch"``).
     """
 
-    node_marginals: np.ndarray
+    marginals: np.ndarray
     edge_marginals: np.ndarray | tuple
     log_partition: np.ndarray
-    time: float
-    method: str = "tree_sum_product"
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = ""
+
+    node_marginals = property(_deprecated_node_marginals)
 
 
 # --------------------------------------------------------------------------- structure
@@ -276,7 +272,7 @@ def tree_marginals(unary, edges, pairwise) -> TreeMarginals:
     Returns
     -------
     TreeMarginals
-        ``node_marginals`` (N, k), ``edge_marginals`` (E, k, k), ``log_partition``.
+        ``marginals`` (N, k), ``edge_marginals`` (E, k, k), ``log_partition``.
 
     Raises
     ------
@@ -290,18 +286,19 @@ def tree_marginals(unary, edges, pairwise) -> TreeMarginals:
     >>> import numpy as np
     >>> from tractable.bp import tree_marginals
     >>> res = tree_marginals(np.zeros((3, 2)), [[0, 1], [1, 2]], np.tile(np.eye(2), (2, 1, 1)))  # agreeing chain
-    >>> res.node_marginals[0].round(3), round(float(np.exp(res.log_partition)), 4)  # 2 e^2 + 4 e + 2
+    >>> res.marginals[0].round(3), round(float(np.exp(res.log_partition)), 4)  # 2 e^2 + 4 e + 2
     (array([0.5, 0.5]), 27.6512)
     """
     t0 = time.perf_counter()
     u, e, pw = _check(unary, edges, pairwise)
     node_m, edge_m, contrib = _sum_product(u, pw, _root(e, u.shape[0]))
     return TreeMarginals(
-        node_marginals=frozen_array(node_m),
+        marginals=frozen_array(node_m),
         edge_marginals=frozen_array(edge_m),
         log_partition=float(contrib.sum()),
         time=time.perf_counter() - t0,
-        message=stop_message(OPTIMAL, "tree_sum_product", 0),
+        method="tree_marginals",
+        message=stop_message(OPTIMAL, "tree_marginals", 0),
     )
 
 
@@ -333,7 +330,7 @@ def forest_marginals(forest: CompiledForest, unary: np.ndarray, pairwise: np.nda
 
     Returns
     -------
-    node_marginals : ndarray of shape (B, N, k)
+    marginals : ndarray of shape (B, N, k)
     edge_marginals : ndarray of shape (sum_b E_b, k, k)
     log_partition : ndarray of shape (B,)
     """
@@ -355,7 +352,7 @@ def tree_marginals_batch(unary, edges, pairwise) -> TreeMarginalsBatch:
     Returns
     -------
     TreeMarginalsBatch
-        ``node_marginals`` (B, N, k), ``edge_marginals`` ((B, E, k, k) or a tuple), ``log_partition`` (B,).
+        ``marginals`` (B, N, k), ``edge_marginals`` ((B, E, k, k) or a tuple), ``log_partition`` (B,).
     """
     t0 = time.perf_counter()
     u = as_float_array(unary, "unary", ndim=3)
@@ -381,11 +378,12 @@ def tree_marginals_batch(unary, edges, pairwise) -> TreeMarginalsBatch:
     parts = np.split(edge_m, splits)
     edge_out = frozen_array(np.stack(parts)) if len(set(sizes)) == 1 else tuple(frozen_array(p) for p in parts)
     return TreeMarginalsBatch(
-        node_marginals=frozen_array(node_m.reshape(b, n, k)),
+        marginals=frozen_array(node_m.reshape(b, n, k)),
         edge_marginals=edge_out,
         log_partition=frozen_array(logz),
         time=time.perf_counter() - t0,
-        message=stop_message(OPTIMAL, "tree_sum_product", 0),
+        method="tree_marginals_batch",
+        message=stop_message(OPTIMAL, "tree_marginals_batch", 0),
     )
 
 
@@ -430,6 +428,6 @@ def tree_map(unary, edges, pairwise) -> MAPResult:
         assignment=frozen_array(y),
         score=score,
         time=time.perf_counter() - t0,
-        method="tree_max_product",
-        message=stop_message(OPTIMAL, "tree_max_product", 0),
+        method="tree_map",
+        message=stop_message(OPTIMAL, "tree_map", 0),
     )

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit
 
-from .._results import OPTIMAL, frozen_array, stop_message
+from .._results import OPTIMAL, Result, frozen_array, stop_message
 
 __all__ = ["CardinalityMarginals"]
 
 
 @dataclass(frozen=True)
-class CardinalityMarginals:
+class CardinalityMarginals(Result):
     """Exact marginals of a binary model with cardinality potentials.
 
     Attributes
@@ -29,26 +29,16 @@ class CardinalityMarginals:
         ``d log Z / d f_k``.
     log_partition : float
         ``log Z``.
-    time : float
-        Wall-clock seconds spent.
-    method : str
-        The method that produced the result (the name passed as ``method``).
-    converged, n_iter, status, message
-        As in every result of the library; every method of this package is exact: ``True``,
-        ``0``, ``"optimal"``.
     n_passes : int
         Number of upward passes (one per exponential tilt; see Notes of ``marginals``).
+    time, method, converged, n_iter, status, message
+        As in every result of the library (``method`` is the name passed as ``method``); every
+        method of this package is exact: ``True``, ``0``, ``"optimal"``.
     """
 
     marginals: np.ndarray
     count_marginals: np.ndarray
     log_partition: float
-    time: float
-    method: str = ""
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = field(default="")
     n_passes: int = 1
 
     @property

@@ -9,43 +9,46 @@ solves a stack of them:
   accuracy reference) on each instance, clamped variables (``theta = ±inf``) taken out first exactly
   as the per-instance function does. O(D^2) per instance, no Python work per instance: the choice for
   many small models.
-* ``method="tree"``: the convolution tree of :func:`~tractable.cardinality.marginals` (O(D log^2 D))
-  per instance. Its Python overhead per instance (about a millisecond) is small next to its work once
-  ``D`` is in the hundreds, where it beats the chain's O(D^2).
-* ``method="auto"`` (default): ``"chain"`` for ``D <= 192``, else ``"tree"`` (measured on one core:
-  chain 0.05 / 0.6 / 2.3 ms per model at D = 32 / 128 / 256, tree 0.6 / 1.5 / 1.9 ms).
+* ``method="fft"`` / ``"direct"``: the convolution tree of :func:`~tractable.cardinality.marginals`
+  (O(D log^2 D)) per instance, with that convolution. Its Python overhead per instance (about a
+  millisecond) is small next to its work once ``D`` is in the hundreds, where it beats the chain's O(D^2).
+* ``method="auto"`` (default): ``"chain"`` for ``D <= 192``, else the convolution tree (measured on
+  one core: chain 0.05 / 0.6 / 2.3 ms per model at D = 32 / 128 / 256, tree 0.6 / 1.5 / 1.9 ms).
 
 Both agree with the per-instance functions: ``"chain"`` with :func:`chain_marginals` up to the
-summation order of one offset (``log Z`` to ~1e-15 relative), ``"tree"`` exactly with
+summation order of one offset (``log Z`` to ~1e-15 relative), the convolution tree exactly with
 :func:`marginals`; the two algorithms agree to ~1e-13 (the accuracy of the convolution tree).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit
 
 from .._numba import njit
-from .._results import OPTIMAL, frozen_array, stop_message
+from .._results import OPTIMAL, Result, frozen_array, stop_message
 from .._validate import as_float_array, check_choice
-from ._convolve import DEFAULT_CROSSOVER
+from ._convolve import DEFAULT_CROSSOVER, METHODS
 from ._kernels import chain_log_kernel
 from ._tree import NO_CONFIGURATION
 from .convolution_tree import _marginals_core
 
-__all__ = ["CardinalityMarginalsBatch", "marginals_batch"]
+__all__ = ["BATCH_METHODS", "CardinalityMarginalsBatch", "marginals_batch"]
 
 #: largest D for which ``method="auto"`` runs the chain (near D = 200 the compiled chain and the
 #: convolution tree take about the same time per instance on one core)
 CHAIN_MAX = 192
-_METHODS = ("auto", "chain", "tree")
+#: the methods of :func:`marginals_batch`: the convolution methods of :data:`METHODS` (the convolution tree
+#: per model, with that convolution) and ``"chain"`` (the compiled O(D^2) chain over the whole stack)
+BATCH_METHODS = (*METHODS, "chain")
 
 
 @dataclass(frozen=True)
-class CardinalityMarginalsBatch:
+class CardinalityMarginalsBatch(Result):
     """Exact marginals of a stack of cardinality models (one row per model).
 
     Attributes
@@ -57,23 +60,14 @@ class CardinalityMarginalsBatch:
         ``P(sum_d y_d = k)`` per model (read-only).
     log_partition : ndarray of shape (B,)
         ``log Z`` per model (read-only).
-    time : float
-        Wall-clock seconds for the whole stack.
-    method : str
-        The name passed (``"auto"``, ``"chain"`` or ``"tree"``).
-    converged, n_iter, status, message
-        As in every result of the library; the methods are exact: ``True``, ``0``, ``"optimal"``.
+    time, method, converged, n_iter, status, message
+        As in every result of the library (``time`` for the whole stack, ``method`` the name
+        passed); the methods are exact: ``True``, ``0``, ``"optimal"``.
     """
 
     marginals: np.ndarray
     count_marginals: np.ndarray
     log_partition: np.ndarray
-    time: float
-    method: str = ""
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = field(default="")
 
     @property
     def p_on(self) -> np.ndarray:
@@ -125,17 +119,19 @@ def marginals_batch(theta, f, *, method: str = "auto") -> CardinalityMarginalsBa
         on / off. ``B = 0`` and ``D = 0`` are allowed.
     f : array_like of shape (B, D + 1) or (D + 1,)
         Count scores per model, or one vector shared by all models; ``-inf`` forbids a count.
-    method : {"auto", "chain", "tree"}, default "auto"
+    method : {"auto", "fft", "direct", "chain"}, default "auto"
         ``"chain"``: the compiled O(D^2) chain algorithm over the whole stack in one loop;
-        ``"tree"``: the O(D log^2 D) convolution tree per model; ``"auto"``: ``"chain"`` for
-        ``D <= 192``, else ``"tree"`` (see the module docstring).
+        ``"fft"`` / ``"direct"``: the O(D log^2 D) convolution tree per model with that convolution
+        (:data:`~tractable.cardinality.METHODS`); ``"auto"``: the chain for ``D <= 192``, else the
+        convolution tree with its ``"auto"`` convolution (see the module docstring). ``"tree"`` is a
+        deprecated name of the convolution tree with ``"auto"`` convolution.
 
     Returns
     -------
     CardinalityMarginalsBatch
         ``marginals`` (B, D, 2) with ``p_on`` (B, D), ``count_marginals`` (B, D + 1),
         ``log_partition`` (B,); row ``b`` is what :func:`chain_marginals` (``"chain"``) or
-        :func:`marginals` (``"tree"``) returns for model ``b``.
+        :func:`marginals` (the convolution tree) returns for model ``b``.
 
     Raises
     ------
@@ -155,7 +151,15 @@ def marginals_batch(theta, f, *, method: str = "auto") -> CardinalityMarginalsBa
     array([4., 4.])
     """
     t0 = time.perf_counter()
-    method = check_choice(method, "method", _METHODS)
+    if method == "tree":
+        warnings.warn(
+            'marginals_batch(method="tree") is deprecated; use "auto", "fft" or "direct" (the convolution tree with '
+            'that convolution) or "chain".',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    else:
+        method = check_choice(method, "method", BATCH_METHODS)
     theta, f = _validate_batch(theta, f)
     return _marginals_batch(theta, f, method, t0)
 
@@ -163,7 +167,8 @@ def marginals_batch(theta, f, *, method: str = "auto") -> CardinalityMarginalsBa
 def _marginals_batch(theta: np.ndarray, f: np.ndarray, method: str, t0: float) -> CardinalityMarginalsBatch:
     """:func:`marginals_batch` on validated input (C-ordered float64 (B, D), (B, D + 1))."""
     B, D = theta.shape
-    run = method if method != "auto" else ("chain" if D <= CHAIN_MAX else "tree")
+    run = method if method != "auto" else ("chain" if D <= CHAIN_MAX else "auto")
+    convolution = "auto" if run == "tree" else run
     log_odds = np.empty((B, D))
     count = np.zeros((B, D + 1))
     logz = np.empty(B)
@@ -171,7 +176,7 @@ def _marginals_batch(theta: np.ndarray, f: np.ndarray, method: str, t0: float) -
         _chain_stack(theta, f, log_odds, count, logz)
     else:
         for b in range(B):  # O(D log^2 D) of work per model dwarfs the loop's overhead (see the module docstring)
-            log_odds[b], count[b], logz[b], _ = _marginals_core(theta[b], f[b], "auto", DEFAULT_CROSSOVER)
+            log_odds[b], count[b], logz[b], _ = _marginals_core(theta[b], f[b], convolution, DEFAULT_CROSSOVER)
     marg = np.empty((B, D, 2))
     expit(log_odds, out=marg[:, :, 1])
     expit(-log_odds, out=marg[:, :, 0])

@@ -213,20 +213,21 @@ def _split(arr, block):
     return [arr[i : i + block] for i in range(0, arr.shape[0], block)] or [arr]
 
 
-def alpha_pass_batches(phi, potential, *, client=None, block_size: int = DEFAULT_BLOCK):
+def alpha_pass_batches(phi, potential, *, client=None, block_size: int | None = None):
     """:func:`tractable.clique.alpha_pass_batch` over a Dask stack (or a NumPy stack split into blocks).
 
     Parameters
     ----------
     phi : dask.array.Array or array_like of shape (B, n, m)
-        Node log-potentials of ``B`` cliques; a Dask array is used with its chunks along axis 0, a
-        NumPy array is split into blocks of ``block_size`` cliques.
+        Node log-potentials of ``B`` cliques; a Dask array is used with its chunks along axis 0 (or
+        rechunked to ``block_size`` when given), a NumPy array is split into blocks of ``block_size``
+        cliques.
     potential : CliquePotential
         Shared by all cliques.
     client : dask.distributed.Client, optional
         As in :func:`map_batches`.
-    block_size : int, default 10_000
-        Cliques per task for a NumPy ``phi``.
+    block_size : int, optional
+        Cliques per task: default 10,000 for a NumPy ``phi``, the array's own chunks for a Dask one.
 
     Returns
     -------
@@ -235,7 +236,10 @@ def alpha_pass_batches(phi, potential, *, client=None, block_size: int = DEFAULT
     """
     import dask.array as da
 
-    if not isinstance(phi, da.Array):
+    if isinstance(phi, da.Array):
+        if block_size is not None:
+            phi = phi.rechunk({0: _block(block_size)})
+    else:
         phi = np.asarray(phi)
         if phi.ndim != 3:
             raise ValueError(f"`phi` must be a 3-D array (B, n, m); got shape {phi.shape}.")
@@ -243,7 +247,7 @@ def alpha_pass_batches(phi, potential, *, client=None, block_size: int = DEFAULT
     return map_batches(alpha_pass_batch, phi, client=client, args=(potential,))
 
 
-def marginals_batches(theta, f, *, method: str = "auto", client=None, block_size: int = DEFAULT_BLOCK):
+def marginals_batches(theta, f, *, method: str = "auto", client=None, block_size: int | None = None):
     """:func:`tractable.cardinality.marginals_batch` over Dask stacks (or NumPy stacks split into blocks).
 
     Parameters
@@ -251,12 +255,13 @@ def marginals_batches(theta, f, *, method: str = "auto", client=None, block_size
     theta : dask.array.Array or array_like of shape (B, D)
     f : dask.array.Array or array_like of shape (B, D + 1) or (D + 1,)
         Per-model count scores, chunked like ``theta`` along axis 0, or one vector for all models.
-    method : {"auto", "chain", "tree"}
+    method : {"auto", "fft", "direct", "chain"}
         As in :func:`~tractable.cardinality.marginals_batch`.
     client : dask.distributed.Client, optional
         As in :func:`map_batches`.
-    block_size : int, default 10_000
-        Models per task for NumPy inputs.
+    block_size : int, optional
+        Models per task: default 10,000 for NumPy inputs, the arrays' own chunks for Dask ones
+        (rechunked along axis 0 to ``block_size`` when given).
 
     Returns
     -------
@@ -267,6 +272,10 @@ def marginals_batches(theta, f, *, method: str = "auto", client=None, block_size
     shared = np.ndim(f) == 1 and not isinstance(f, da.Array)
     kwargs = {"method": method}
     if isinstance(theta, da.Array):
+        if block_size is not None:
+            theta = theta.rechunk({0: _block(block_size)})
+            if isinstance(f, da.Array) and f.ndim == 2:
+                f = f.rechunk({0: _block(block_size)})
         if shared:
             return map_batches(_with_shared_f, theta, client=client, args=(np.asarray(f),), kwargs=kwargs)
         return map_batches(marginals_batch, (theta, f), client=client, kwargs=kwargs)
@@ -292,4 +301,4 @@ def _with_shared_f(theta, f, *, method):
 def _block(block_size) -> int:
     from .._validate import check_int
 
-    return check_int(block_size, "block_size", minimum=1)
+    return DEFAULT_BLOCK if block_size is None else check_int(block_size, "block_size", minimum=1)

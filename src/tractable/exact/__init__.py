@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from .._errors import ZeroPartitionError
+from .._evidence import full_assignment, full_marginals
 from .._results import MAPResult, MarginalsResult
 from .._validate import check_int, check_options, resolve_method
 from ..factorgraph import FactorGraph
@@ -100,8 +99,8 @@ def _validate_infer(fg, task, method, evidence, enumerate_below, max_table_size)
 
 def infer(
     fg: FactorGraph,
-    task: str = "marginals",
     *,
+    task: str = "marginals",
     method: str = "auto",
     evidence: dict | None = None,
     enumerate_below: int | None = None,
@@ -153,26 +152,15 @@ def infer(
            [0.    , 1.    ]])
     >>> res.method
     'enumerate'
-    >>> infer(fg, "map", method="variable_elimination").assignment.tolist()
+    >>> infer(fg, task="map", method="variable_elimination").assignment.tolist()
     [0, 0]
     """
     t0 = time.perf_counter()
     fg, task, run, options, ev = _validate_infer(fg, task, method, evidence, enumerate_below, max_table_size)
     sub = fg.condition(ev) if ev else fg
     res = run(sub, task, **options)
-    kept = sub.kept_variables
     detail = f"picked by 'auto' for {n_states(sub)} assignments" if method == "auto" else ""
     if task == "marginals":
-        marginals = [None] * fg.n_variables
-        for i, v in enumerate(kept):
-            marginals[v] = res.marginals[i]
-        for v, s in ev.items():
-            m = np.zeros(int(fg.cardinalities[v]))
-            m[s] = 1.0
-            marginals[v] = m
-        return marginals_result(marginals, res.log_partition, t0, res.method, detail)
-    assignment = np.zeros(fg.n_variables, dtype=np.int64)
-    assignment[kept] = res.assignment
-    for v, s in ev.items():
-        assignment[v] = s
+        return marginals_result(full_marginals(fg, sub, ev, res.marginals), res.log_partition, t0, res.method, detail)
+    assignment = full_assignment(fg, sub, ev, res.assignment)
     return map_result(assignment, fg.score(assignment), t0, res.method, detail)

@@ -535,8 +535,8 @@ def _grouped_orders(fg: FactorGraph) -> tuple[list, list] | None:
 
 def variable_elimination(
     fg: FactorGraph,
-    task: str = "marginals",
     *,
+    task: str = "marginals",
     order: list[int] | None = None,
     max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
 ) -> MarginalsResult | MAPResult:
@@ -591,7 +591,7 @@ def variable_elimination(
     >>> variable_elimination(fg).marginals
     array([[0.375, 0.625],
            [0.5  , 0.5  ]])
-    >>> variable_elimination(fg, "map").assignment.tolist()
+    >>> variable_elimination(fg, task="map").assignment.tolist()
     [1, 0]
     """
     fg, task, order, max_table_size = _validate_variable_elimination(fg, task, order, max_table_size)

@@ -46,6 +46,7 @@ __all__ = [
     "write_evidence",
     "write_map",
     "write_mar",
+    "write_mmp",
     "write_pr",
     "write_uai",
 ]
@@ -338,6 +339,19 @@ def write_map(path_or_stream, assignment) -> str:
 def write_pr(path_or_stream, log_partition: float) -> str:
     """Write ``log10 Z`` in the ``PR`` format (the competition's convention); return the text."""
     return _emit(path_or_stream, f"PR\n{float(log_partition / np.log(10.0))!r}\n")
+
+
+def write_mmp(path_or_stream, assignment, marginals, fg: FactorGraph | None = None) -> str:
+    """Write maximum-marginal decisions and the marginals behind them; return the text.
+
+    An ``MMP`` block laid out as a ``MAP`` block (the number of variables, then each decision),
+    followed by a ``MAR`` block of ``marginals`` (as :func:`write_mar`).
+    """
+    a = as_index_array(assignment, "assignment")
+    if a.size and a.min() < 0:
+        raise ValueError(f"`assignment` must contain states >= 0; got {int(a.min())}.")
+    text = "MMP\n" + " ".join(str(x) for x in [a.size, *a.tolist()]) + "\n"
+    return _emit(path_or_stream, text + _format_mar(_strip_padding(_check_marginals(marginals), fg)))
 
 
 def _emit(target, text: str) -> str:

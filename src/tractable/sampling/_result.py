@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
+from .._results import Result
+
+
+def _deprecated(old: str, new: str):
+    def get(self):
+        warnings.warn(f"`{type(self).__name__}.{old}` is deprecated; use `.{new}`.", DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+
+    get.__doc__ = f"Deprecated alias of ``{new}``."
+    return property(get)
+
 
 __all__ = ["GibbsResult", "MMPResult"]
 
 
 @dataclass(frozen=True)
-class GibbsResult:
+class GibbsResult(Result):
     """Marginal estimates from a Gibbs sampler over binary variables.
 
     Attributes
@@ -20,39 +33,36 @@ class GibbsResult:
         conditional ``P(x_i = 1 | rest)`` over the recorded sweeps (read-only).
     samples : ndarray of shape (n_sweeps, n), uint8, or None
         The state after every recorded sweep (``return_samples=True``).
-    n_sweeps, burn_in : int
-        Recorded sweeps and discarded sweeps before them.
+    burn_in : int
+        Sweeps discarded before the recorded ones (``n_iter`` counts the recorded sweeps).
     n_updates, n_factor_evaluations : int
         Single-variable updates and factor terms evaluated, burn-in included.
     sampling_time : float
         Seconds spent in the compiled sweeps (``time`` also counts compiling the graph into arrays).
     time, method, converged, n_iter, status, message
-        As in every result; ``status`` is ``"completed"`` (all sweeps ran) or ``"time_limit_reached"``.
+        As in every result; ``n_iter`` is the number of recorded sweeps (``n_sweeps`` is a deprecated
+        alias); ``status`` is ``"completed"`` (all sweeps ran) or ``"time_limit_reached"``.
     """
 
     marginals: np.ndarray
     samples: np.ndarray | None
-    n_sweeps: int
     burn_in: int
     n_updates: int
     n_factor_evaluations: int
     sampling_time: float
-    time: float
-    method: str
-    converged: bool
-    n_iter: int
-    status: str
-    message: str
+
+    n_sweeps = _deprecated("n_sweeps", "n_iter")
 
 
 @dataclass(frozen=True)
-class MMPResult:
+class MMPResult(Result):
     """Maximum-marginal decisions by adaptive Gibbs sampling with factor-graph pruning (Lampert 2012).
 
     Attributes
     ----------
-    decisions : ndarray of shape (n,), uint8
-        ``1`` where ``P(x_i = 1) > 1/2`` is the more probable decision (read-only).
+    assignment : ndarray of shape (n,), int64
+        The maximum-marginal decisions: ``1`` where ``P(x_i = 1) > 1/2`` is the more probable
+        decision (read-only). ``decisions`` is a deprecated alias.
     marginals : ndarray of shape (n, 2)
         ``[1 - mu_i, mu_i]`` with ``mu_i`` the fraction of ``x_i``'s samples that are 1 (read-only).
     confidence : ndarray of shape (n,)
@@ -60,8 +70,6 @@ class MMPResult:
         pruned or when sampling stopped.
     samples_per_variable : ndarray of shape (n,), int64
         Samples each variable received (after burn-in) before it was pruned.
-    n_sweeps : int
-        Sweeps after burn-in.
     n_updates, n_factor_evaluations : int
         Single-variable updates and factor terms evaluated, burn-in included.
     active_history, factor_history : ndarray of shape (n_sweeps,), int64
@@ -69,24 +77,21 @@ class MMPResult:
     sampling_time : float
         Seconds spent in the compiled sampling loop (``time`` also counts compiling the graph).
     time, method, converged, n_iter, status, message
-        As in every result; ``converged`` is True when every decision is ``epsilon``-confident
+        As in every result; ``n_iter`` is the number of sweeps after burn-in (``n_sweeps`` is a
+        deprecated alias); ``converged`` is True when every decision is ``epsilon``-confident
         (``status="converged"``), otherwise ``"max_iter_reached"`` (``max_sweeps``) or
         ``"time_limit_reached"``, with a :class:`~tractable.ConvergenceWarning`.
     """
 
-    decisions: np.ndarray
+    assignment: np.ndarray
     marginals: np.ndarray
     confidence: np.ndarray
     samples_per_variable: np.ndarray
-    n_sweeps: int
     n_updates: int
     n_factor_evaluations: int
     active_history: np.ndarray
     factor_history: np.ndarray
     sampling_time: float
-    time: float
-    method: str
-    converged: bool
-    n_iter: int
-    status: str
-    message: str
+
+    decisions = _deprecated("decisions", "assignment")
+    n_sweeps = _deprecated("n_sweeps", "n_iter")

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from .._evidence import condition, full_assignment, full_marginals
 from .._random import streams
 from .._results import (
     CONVERGED,
@@ -52,6 +53,7 @@ def adaptive_mmp(
     n0: int = 20,
     rng=None,
     init=None,
+    evidence: dict | None = None,
     time_limit: float | None = None,
     progress: bool = False,
 ) -> MMPResult:
@@ -75,6 +77,10 @@ def adaptive_mmp(
         The same seed gives the same result.
     init : array_like of shape (n,), optional
         A feasible starting state (default as :func:`gibbs`).
+    evidence : dict, optional
+        ``{variable (index or name): state}``: sampling runs on the graph conditioned on it, and the
+        result is over all variables (an observed variable's decision is its state, its marginal
+        one-hot, its confidence 1 and its sample count 0).
     time_limit : float, optional
         Seconds after which sampling stops (``status="time_limit_reached"``).
     progress : bool, default False
@@ -83,8 +89,8 @@ def adaptive_mmp(
     Returns
     -------
     MMPResult
-        ``decisions`` (n,) uint8, ``marginals`` (n, 2), ``confidence``, ``samples_per_variable``,
-        ``n_sweeps``, ``n_updates``, ``n_factor_evaluations``, ``active_history``,
+        ``assignment`` (n,) int64, ``marginals`` (n, 2), ``confidence``, ``samples_per_variable``,
+        ``n_iter`` (sweeps), ``n_updates``, ``n_factor_evaluations``, ``active_history``,
         ``factor_history``, ``converged`` (every decision final), ``time``, ``status``.
 
     Raises
@@ -111,12 +117,15 @@ def adaptive_mmp(
     ...     _ = fg.add_factor(TableFactor([v], [0.0, t]))
     >>> _ = fg.add_factor(TableFactor([1, 2], [[0.0, 0.0], [0.0, 1.0]]))
     >>> res = adaptive_mmp(fg, epsilon=1e-3, rng=0)
-    >>> res.decisions.tolist(), res.converged
+    >>> res.assignment.tolist(), res.converged
     ([1, 0, 1], True)
     """
     t0 = time.perf_counter()
     check_binary(fg)
     eps = _check_epsilon(epsilon)
+    full, (fg, observed) = fg, condition(fg, evidence)
+    if observed and init is not None and np.shape(init) == (full.n_variables,):
+        init = np.asarray(init)[fg.kept_variables]
     max_sweeps = check_int(max_sweeps, "max_sweeps", minimum=1)
     burn_in = check_int(burn_in, "burn_in", minimum=0)
     n0 = check_int(n0, "n0", minimum=1)
@@ -192,18 +201,25 @@ def adaptive_mmp(
         if count[i] > 0:
             p0[i] = _kernels.decision_tails(ones[i], count[i], lag[i], first[i], last[i])[0]
     mu = np.where(count > 0, ones / np.maximum(count, 1), 0.5)
-    decisions = (p0 < 0.5).astype(np.uint8)
+    assignment = (p0 < 0.5).astype(np.int64)
     confidence = np.maximum(p0, 1.0 - p0)
+    marginals = np.stack([1.0 - mu, mu], axis=1)
+    if observed:  # back to all of the graph's variables
+        kept = fg.kept_variables
+        assignment = full_assignment(full, fg, observed, assignment)
+        marginals = np.stack(full_marginals(full, fg, observed, marginals))
+        sub_confidence, sub_count = confidence, count
+        confidence, count = np.ones(full.n_variables), np.zeros(full.n_variables, dtype=np.int64)
+        confidence[kept], count[kept] = sub_confidence, sub_count
     detail = f"{n - n_active} of {n} decisions {eps:g}-confident after {done} sweeps"
     msg = stop_message(status, "adaptive_mmp", done, detail)
     if status != CONVERGED:
         warn_stopped(msg)
     return MMPResult(
-        decisions=frozen_array(decisions),
-        marginals=frozen_array(np.stack([1.0 - mu, mu], axis=1)),
+        assignment=frozen_array(assignment),
+        marginals=frozen_array(marginals),
         confidence=frozen_array(confidence),
         samples_per_variable=frozen_array(count),
-        n_sweeps=int(done),
         n_updates=int(updates),
         n_factor_evaluations=int(evals),
         active_history=frozen_array(active_hist[:done]),

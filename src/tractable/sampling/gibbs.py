@@ -42,13 +42,13 @@ def _decoded_state(fg, gen) -> np.ndarray:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        x = np.array(loopy(fg, "max", max_iter=200, damping=0.5).assignment, dtype=np.int64)
+        x = np.array(loopy(fg, task="map", max_iter=200, damping=0.5).assignment, dtype=np.int64)
         if fg.score(x) > -np.inf:
             return x
         tilted = fg.condition({})
         for v in range(fg.n_variables):
             tilted.add_factor(TableFactor([v], [0.0, 1e-6 * gen.standard_normal()]))
-        x = np.array(loopy(tilted, "max", max_iter=200, damping=0.5).assignment, dtype=np.int64)
+        x = np.array(loopy(tilted, task="map", max_iter=200, damping=0.5).assignment, dtype=np.int64)
     if fg.score(x) == -np.inf:
         raise ValueError(
             "no feasible starting state found (the hard constraints exclude the unary-optimal state and the "
@@ -59,8 +59,8 @@ def _decoded_state(fg, gen) -> np.ndarray:
 
 def gibbs(
     fg,
-    n_sweeps: int,
     *,
+    n_sweeps: int = 1000,
     burn_in: int = 0,
     rng=None,
     init=None,
@@ -76,7 +76,7 @@ def gibbs(
         Binary variables; :class:`~tractable.TableFactor` s of any arity (``-inf`` entries are hard
         constraints) and :class:`~tractable.CardinalityFactor` s. Pairwise tables with finite entries
         run as flat couplings, the fastest path.
-    n_sweeps : int
+    n_sweeps : int, default 1000
         Recorded sweeps (each updates every variable once, in index order).
     burn_in : int, default 0
         Sweeps run and discarded before recording.
@@ -95,7 +95,7 @@ def gibbs(
     Returns
     -------
     GibbsResult
-        ``marginals`` (n, 2) (Rao-Blackwellized), ``samples`` (or None), ``n_sweeps``,
+        ``marginals`` (n, 2) (Rao-Blackwellized), ``samples`` (or None), ``n_iter`` (recorded sweeps),
         ``n_updates``, ``n_factor_evaluations``, ``time``, ``status``.
 
     Notes
@@ -115,7 +115,7 @@ def gibbs(
     >>> fg = FactorGraph([2, 2])
     >>> _ = fg.add_factor(TableFactor([0], [0.0, 1.0]))
     >>> _ = fg.add_factor(TableFactor([0, 1], [[1.0, 0.0], [0.0, 1.0]]))
-    >>> res = gibbs(fg, 20_000, burn_in=100, rng=0)
+    >>> res = gibbs(fg, n_sweeps=20_000, burn_in=100, rng=0)
     >>> res.marginals.shape, bool(abs(res.marginals[0, 1] - 0.7311) < 0.01)
     ((2, 2), True)
     """
@@ -174,7 +174,6 @@ def gibbs(
     return GibbsResult(
         marginals=frozen_array(np.stack([1.0 - mu, mu], axis=1)),
         samples=frozen_array(samples[:done]) if return_samples else None,
-        n_sweeps=done,
         burn_in=burn_in,
         n_updates=(burn_in + done) * n,
         n_factor_evaluations=int(evals),

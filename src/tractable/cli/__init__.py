@@ -1,7 +1,9 @@
-"""The ``tractable`` command-line tool.
+"""The ``tractable`` command-line tool: one module of this package per command.
 
-Subcommands: ``demo``, ``solve`` (UAI models), and one per algorithm family registered in
-``SUBCOMMANDS``. Bad input exits with status 2 and a one-line message on stderr.
+``demo`` (every capability on built-in problems), ``warmup`` (compile every kernel once),
+``solve`` (UAI models: exact, loopy BP or adaptive MMP), ``clique``, ``cardinality``, ``hlmrf`` and
+``psl``, each registered in ``SUBCOMMANDS``. The command line sits above every area: the areas import
+nothing from it. Bad input exits with status 2 and a one-line message on stderr.
 """
 
 from __future__ import annotations
@@ -10,29 +12,25 @@ import argparse
 import importlib
 import sys
 
-from . import __version__
+from .. import __version__
 
 __all__ = ["main", "SUBCOMMANDS"]
 
 #: ``"module:function"`` of functions ``register(subparsers)`` that add a subcommand; each
 #: subcommand sets ``func`` (called with the parsed arguments, returns an exit status).
 SUBCOMMANDS: list[str] = [
-    "tractable.exact._cli:register",
-    "tractable.clique._cli:register",
-    "tractable.hlmrf._cli:register",
-    "tractable.psl._cli:register",
+    "tractable.cli.demo:register",
+    "tractable.cli.warmup:register",
+    "tractable.cli.solve:register",
+    "tractable.cli.clique:register",
+    "tractable.cli.cardinality:register",
+    "tractable.cli.hlmrf:register",
+    "tractable.cli.psl:register",
 ]
 
 
 class CLIError(Exception):
     """A user error reported as one line on stderr with exit status 2."""
-
-
-def _cmd_demo(args) -> int:
-    from .demo import run_demo
-
-    run_demo()
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,8 +39,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tractable {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser("demo", help="run every capability on built-in examples and print a table")
-    demo.set_defaults(func=_cmd_demo)
     for target in SUBCOMMANDS:
         module, func = target.split(":")
         getattr(importlib.import_module(module), func)(sub)

@@ -19,7 +19,7 @@ def _enumerate(n, score_fn):
 
 def demo_rows() -> list[dict]:
     """Marginals of the three model types against references; see ``docs/cardinality.md``."""
-    from . import RecursiveCardinalityModel, TreeCardinalityModel, chain_marginals, marginals
+    from ..cardinality import RecursiveCardinalityModel, TreeCardinalityModel, chain_marginals, marginals
 
     rows = []
     rng = np.random.default_rng(0)
@@ -77,3 +77,29 @@ def demo_rows() -> list[dict]:
         }
     )
     return rows
+
+
+def warm() -> None:
+    """Compile (or load from the cache) the cardinality kernels: direct and FFT convolution trees, the
+    chain, sampling, MAP, the batch, recursive and tree models."""
+    from .. import cardinality
+
+    rng = np.random.default_rng(0)
+    for d in (12, 300):  # below and above the FFT crossover
+        theta = rng.normal(size=d)
+        f = rng.normal(size=d + 1)
+        cardinality.marginals(theta, f)
+        cardinality.log_partition(theta, f)
+        cardinality.sample(theta, f, size=2, rng=0)
+        cardinality.map_assignment(theta, f)
+        cardinality.chain_marginals(theta, f)
+        cardinality.marginals_batch(np.stack([theta, theta]), f)
+    theta, f = rng.normal(size=6), rng.normal(size=7)
+    cardinality.RecursiveCardinalityModel(
+        6, [[0, 1, 2, 3, 4, 5], [0, 1, 2]], [f, [0.0, 0.1, 0.2, 0.3]], theta
+    ).marginals()
+    edges = [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5]]
+    pairwise = np.zeros((5, 2, 2))
+    model = cardinality.TreeCardinalityModel(edges, pairwise, theta, f)
+    model.marginals()
+    model.map_assignment()

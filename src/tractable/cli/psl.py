@@ -39,8 +39,8 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from ._output import write_predictions
-    from .model import Model
+    from ..psl._output import write_predictions
+    from ..psl.model import Model
 
     if args.data is None:
         if not args.program.lower().endswith(".json"):

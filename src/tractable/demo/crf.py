@@ -11,9 +11,9 @@ __all__ = ["demo_rows"]
 
 def demo_rows() -> list[dict]:
     """A fixed-tree CRF and an evidence-specific one on 600 rows of yeast (14 labels)."""
+    from ..crf.chow_liu import ConditionalChowLiu
+    from ..crf.tree_crf import ESSCRF, TreeCRF
     from ..datasets import yeast_split
-    from .chow_liu import ConditionalChowLiu
-    from .tree_crf import ESSCRF, TreeCRF
 
     X_train, X_test, Y_train, Y_test = yeast_split()
     X_train, Y_train = X_train[:600], Y_train[:600]
@@ -35,3 +35,14 @@ def demo_rows() -> list[dict]:
             }
         )
     return rows
+
+
+def warm() -> None:
+    """Compile (or load from the cache) the tree sum-product kernels that CRF training runs, on a tiny fit."""
+    from ..crf import TreeCRF
+
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(20, 3))
+    Y = (X[:, :3] + 0.3 * gen.normal(size=(20, 3)) > 0).astype(np.int64)
+    model = TreeCRF(C=1.0).fit(X, Y)
+    model.predict(X, method="max_marginal")

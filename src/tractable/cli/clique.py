@@ -17,7 +17,7 @@ _POTENTIALS = ("potts", "entropy", "makespan", "makespan2", "majority", "sum-tab
 
 def register(subparsers) -> None:
     """Add the ``clique`` subcommand."""
-    from . import METHODS
+    from ..clique import METHODS
 
     p = subparsers.add_parser(
         "clique",
@@ -49,7 +49,7 @@ def register(subparsers) -> None:
 
 
 def _load(args):
-    from . import Entropy, LinearMajority, Makespan, MaxPotential, Potts, SquareMakespan, SumPotential
+    from ..clique import Entropy, LinearMajority, Makespan, MaxPotential, Potts, SquareMakespan, SumPotential
 
     if args.benchmark is not None:
         from ..datasets.clique_benchmark import clique_benchmark
@@ -79,7 +79,7 @@ def _load(args):
 
 
 def _run(args) -> int:
-    from . import clique_map
+    from ..clique import clique_map
 
     phi, pot = _load(args)
     res = clique_map(phi, pot, method=args.method)

@@ -11,7 +11,7 @@ __all__ = ["demo_rows"]
 def demo_rows() -> list[dict]:
     """Solve a 300-voter opinion-diffusion MPE problem (p = 1 and p = 2) by ADMM and exactly."""
     from ..datasets import opinion_diffusion
-    from .admm import solve
+    from ..hlmrf.admm import solve
 
     rows = []
     for squared, ref_method in ((False, "highs"), (True, "clarabel")):
@@ -46,3 +46,12 @@ def demo_rows() -> list[dict]:
         )
         rows.append({"problem": problem, "method": ref_method, "quality": "exact optimum", "time": ref.time})
     return rows
+
+
+def warm() -> None:
+    """Compile (or load from the cache) the ADMM kernels of hinges and squared hinges, with the certificate."""
+    from ..datasets import opinion_diffusion
+    from ..hlmrf import solve
+
+    for squared in (False, True):
+        solve(opinion_diffusion(60, squared=squared, rng=0))

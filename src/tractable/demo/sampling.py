@@ -14,8 +14,8 @@ def demo_rows() -> list[dict]:
     from .._results import ConvergenceWarning
     from ..datasets.factor_graphs import grid_factor_graph
     from ..exact import enumerate_marginals
-    from .adaptive import adaptive_mmp
-    from .gibbs import gibbs
+    from ..sampling.adaptive import adaptive_mmp
+    from ..sampling.gibbs import gibbs
 
     rows = []
     small = grid_factor_graph(4, 4, coupling=0.5, field=1.5, rng=2)
@@ -23,7 +23,7 @@ def demo_rows() -> list[dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = adaptive_mmp(small, epsilon=1e-5, max_sweeps=5000, rng=0)
-    agree = int(np.sum(res.decisions == exact))
+    agree = int(np.sum(res.assignment == exact))
     rows.append(
         {
             "problem": "4x4 Ising grid, max-marginal decisions",
@@ -36,7 +36,7 @@ def demo_rows() -> list[dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = adaptive_mmp(big, epsilon=1e-5, max_sweeps=500, rng=0)
-        plain = gibbs(big, 500, burn_in=10, rng=0)
+        plain = gibbs(big, n_sweeps=500, burn_in=10, rng=0)
     rows.append(
         {
             "problem": "100x100 grid, 10^4 decisions",
@@ -47,3 +47,18 @@ def demo_rows() -> list[dict]:
         }
     )
     return rows
+
+
+def warm() -> None:
+    """Compile (or load from the cache) the sampling kernels: Gibbs and adaptive MMP with pairwise and
+    count factors."""
+    from ..datasets.factor_graphs import grid_factor_graph
+    from ..factorgraph import CardinalityFactor
+    from ..sampling import adaptive_mmp, gibbs
+
+    fg = grid_factor_graph(2, 3, n_states=2, coupling=0.5, rng=0)
+    fg.add_factor(CardinalityFactor([0, 1, 2], [0.0, 0.1, 0.2, -0.1]))
+    gibbs(fg, n_sweeps=5, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        adaptive_mmp(fg, max_sweeps=5, rng=0)

@@ -55,8 +55,8 @@ def register(subparsers) -> None:
 def _run(args) -> int:
     import numpy as np
 
-    from .admm import solve
-    from .model import HLMRF
+    from ..hlmrf.admm import solve
+    from ..hlmrf.model import HLMRF
 
     model = HLMRF.load(args.model)
     # only what the user set: solve owns the defaults, and rejects an ADMM option given to highs/clarabel

@@ -12,11 +12,11 @@ __all__ = ["demo_rows"]
 def demo_rows() -> list[dict]:
     """LBP on a tree with a large cardinality factor (exact), and on a loopy grid with count factors."""
     from .._results import ConvergenceWarning
+    from ..bp.loopy import loopy
     from ..cardinality import marginals
     from ..datasets.factor_graphs import grid_factor_graph
     from ..exact import enumerate_marginals
     from ..factorgraph import CardinalityFactor, FactorGraph, TableFactor
-    from .loopy import loopy
 
     rows = []
     d = 2000
@@ -52,3 +52,20 @@ def demo_rows() -> list[dict]:
         }
     )
     return rows
+
+
+def warm() -> None:
+    """Compile (or load from the cache) the kernels of loopy and tree belief propagation."""
+    from ..bp import loopy, tree_map, tree_marginals
+    from ..datasets.factor_graphs import grid_factor_graph
+    from ..factorgraph import CardinalityFactor
+
+    fg = grid_factor_graph(2, 3, n_states=2, coupling=0.5, rng=0)
+    fg.add_factor(CardinalityFactor([0, 1, 2], [0.0, 0.1, 0.2, -0.1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loopy(fg, task="marginals", max_iter=5)
+        loopy(fg, task="map", max_iter=5)
+    unary, edges, pairwise = np.zeros((3, 2)), [[0, 1], [1, 2]], np.zeros((2, 2, 2))
+    tree_marginals(unary, edges, pairwise)
+    tree_map(unary, edges, pairwise)

@@ -24,7 +24,7 @@ def collective_classification(n_nodes: int = 2000, n_labels: int = 3, degree: in
     """
     import pandas as pd
 
-    from .model import Model
+    from ..psl.model import Model
 
     gen = np.random.default_rng(rng)
     labels = gen.integers(0, n_labels, n_nodes)
@@ -64,7 +64,7 @@ def demo_rows() -> list[dict]:
     """Example 1 (x = (0.65, 0.35)) and a 2000-node collective-classification program."""
     import pandas as pd
 
-    from .model import Model
+    from ..psl.model import Model
 
     rows = []
     t0 = time.perf_counter()
@@ -104,3 +104,9 @@ def demo_rows() -> list[dict]:
         }
     )
     return rows
+
+
+def warm() -> None:
+    """Ground and solve a small PSL program (DuckDB's first query, the grounding and the solver's kernels)."""
+    model, _ = collective_classification(40, rng=0)
+    model.infer()

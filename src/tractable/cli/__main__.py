@@ -1,0 +1,7 @@
+"""``python -m tractable.cli``: the ``tractable`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

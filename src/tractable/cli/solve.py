@@ -1,0 +1,152 @@
+"""``tractable solve``: inference on a UAI model file, result in the UAI output format.
+
+What runs is looked up in ``SOLVERS``, a table from ``(task, method)`` to the engine and the
+command-line options it uses: the exact methods of :mod:`tractable.exact` (``auto``, ``enumerate``,
+``variable_elimination``) for ``MAR``, ``MAP`` and ``PR``; loopy belief propagation
+(:func:`tractable.bp.loopy`, ``--method lbp``: sum-product for ``MAR`` and ``PR``, where ``PR`` is the
+Bethe estimate, max-product for ``MAP``); adaptive Gibbs sampling (:func:`tractable.sampling.adaptive_mmp`)
+for ``MMP``. Every engine takes the evidence itself (``evidence=``) and answers over all variables.
+An option the chosen engine does not use is an error, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+
+__all__ = ["SOLVERS", "register"]
+
+_EXACT_METHODS = ("auto", "enumerate", "variable_elimination")
+
+
+def _exact(fg, task, method, evidence, options, progress):
+    from ..exact import infer
+
+    return infer(fg, task="map" if task == "MAP" else "marginals", method=method, evidence=evidence, **options)
+
+
+def _lbp(fg, task, method, evidence, options, progress):
+    from ..bp import loopy
+
+    return loopy(fg, task="map" if task == "MAP" else "marginals", evidence=evidence, progress=progress, **options)
+
+
+def _mmp(fg, task, method, evidence, options, progress):
+    from ..sampling import adaptive_mmp
+
+    options = dict(options)
+    return adaptive_mmp(fg, evidence=evidence, rng=options.pop("seed", None), progress=progress, **options)
+
+
+#: ``(task, method) -> (run, options)``: the engine of each task and method of the command, and the
+#: names of the options (as keyword arguments, the flags spelled with ``_``) that it uses.
+SOLVERS: dict[tuple[str, str], tuple] = {
+    **{(t, m): (_exact, ("max_table_size",)) for t in ("MAR", "MAP", "PR") for m in _EXACT_METHODS},
+    **{(t, "lbp"): (_lbp, ("max_iter", "tol", "damping")) for t in ("MAR", "MAP", "PR")},
+    ("MMP", "auto"): (_mmp, ("epsilon", "max_sweeps", "seed")),
+    ("MMP", "adaptive_mmp"): (_mmp, ("epsilon", "max_sweeps", "seed")),
+}
+_OPTIONS = ("max_table_size", "max_iter", "tol", "damping", "epsilon", "max_sweeps", "seed")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "solve",
+        help="marginals (MAR), MAP, log partition function (PR) or max-marginal decisions (MMP) of a .uai model",
+        description="Solve a UAI-format model (exactly, by loopy BP with --method lbp, or by adaptive Gibbs "
+        "sampling for --task MMP) and print the result in the UAI output format.",
+    )
+    p.add_argument("model", help="model file in the UAI format (MARKOV or BAYES)")
+    p.add_argument("--evid", metavar="FILE", help="evidence file (.evid)")
+    p.add_argument(
+        "--task",
+        required=True,
+        type=str.upper,
+        choices=["MAR", "MAP", "PR", "MMP"],
+        help="MAR: all marginals; MAP: a most probable assignment; PR: log10 of the partition function; "
+        "MMP: maximum-marginal decisions and marginals of a binary model by adaptive Gibbs sampling",
+    )
+    p.add_argument(
+        "--method",
+        default="auto",
+        choices=sorted({m for _, m in SOLVERS}, key=lambda m: (m != "auto", m)),
+        help="auto: enumeration for small models, variable elimination otherwise (MMP: adaptive Gibbs "
+        "sampling) (default); enumerate, variable_elimination: exact; lbp: loopy belief propagation "
+        "(approximate on graphs with cycles); adaptive_mmp: MMP's sampler",
+    )
+    p.add_argument("--max-iter", type=int, default=None, metavar="N", help="lbp: iteration budget (default 500)")
+    p.add_argument("--tol", type=float, default=None, help="lbp: message change at convergence (default 1e-8)")
+    p.add_argument("--damping", type=float, default=None, help="lbp: damping in [0, 1) (default 0)")
+    p.add_argument(
+        "--max-table-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="exact methods: largest intermediate table of variable elimination (entries; default 2**25)",
+    )
+    p.add_argument("--epsilon", type=float, default=None, help="MMP: error probability of a final decision (1e-5)")
+    p.add_argument("--max-sweeps", type=int, default=None, metavar="N", help="MMP: sweep budget (default 500)")
+    p.add_argument("--seed", type=int, default=None, help="MMP: random seed (the same seed, the same result)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the result here instead of stdout")
+    p.set_defaults(func=_run)
+
+
+@contextlib.contextmanager
+def _warnings_as_notes():
+    """Report a ConvergenceWarning as one line on stderr (the result is still written)."""
+    from .._results import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            print(f"tractable solve: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _solver(task: str, method: str, given: dict):
+    """The engine of ``(task, method)``; an error for a method the task has not, or an option it does not use."""
+    if (task, method) not in SOLVERS:
+        if task == "MMP":
+            raise ValueError(f"`--task MMP` runs adaptive Gibbs sampling and takes no --method {method}.")
+        methods = sorted(m for t, m in SOLVERS if t == task)
+        raise ValueError(f"`--method` of --task {task} must be one of {methods}; got {method}.")
+    run, uses = SOLVERS[(task, method)]
+    unused = [k for k in given if k not in uses]
+    if unused:
+        flag = f"--{unused[0].replace('_', '-')}"
+        users = [(t, m) for (t, m), (_, u) in SOLVERS.items() if unused[0] in u]
+        if all(t == "MMP" for t, _ in users):
+            where, got = "`--task MMP`", f"--task {task}"
+        elif all(m == "lbp" for _, m in users):
+            where, got = "`--method lbp`", f"--method {method}"
+        else:
+            where, got = "the exact methods", f"--method {method}"
+        raise ValueError(f"`{flag}` applies to {where} only; got {got}.")
+    return run
+
+
+def _run(args) -> int:
+    from ..io.uai import read_evidence, read_uai, write_map, write_mar, write_mmp, write_pr
+
+    given = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k) is not None}
+    run = _solver(args.task, args.method, given)
+    fg = read_uai(args.model)
+    evidence = read_evidence(args.evid, fg) if args.evid else {}
+    out = args.output or sys.stdout
+    with _warnings_as_notes():
+        res = run(fg, args.task, args.method, evidence, given, sys.stderr.isatty())
+    if args.task == "MAP":
+        write_map(out, res.assignment)
+    elif args.task == "MAR":
+        write_mar(out, res.marginals, fg)
+    elif args.task == "PR":
+        write_pr(out, res.log_partition)
+    else:
+        write_mmp(out, res.assignment, res.marginals, fg)
+    if args.output:
+        print(f"wrote {args.task} result to {args.output} ({res.method}, {res.message})", file=sys.stderr)
+    return 0
