@@ -133,3 +133,59 @@ def test_solve_rejects_options_its_method_does_not_use(tmp_path, capsys):
         )
         == 0
     )
+
+
+def test_cardinality_command_matches_the_library(tmp_path, capsys):
+    from tractable import cardinality
+
+    gen = np.random.default_rng(0)
+    theta, f = gen.normal(size=7), gen.normal(size=8)
+    f[3] = -np.inf
+    (tmp_path / "theta.txt").write_text(", ".join(repr(float(v)) for v in theta))
+    np.save(tmp_path / "f.npy", f)
+    args = ["cardinality", str(tmp_path / "theta.txt"), str(tmp_path / "f.npy")]
+    assert main(args) == 0
+    rows = {
+        line.split("\t")[0]: np.array(line.split("\t")[1:], dtype=float)
+        for line in capsys.readouterr().out.split("\n")
+        if line
+    }
+    want = cardinality.marginals(theta, f)
+    np.testing.assert_allclose(rows["p_on"], want.p_on, rtol=1e-15)
+    np.testing.assert_allclose(rows["count_marginals"], want.count_marginals, rtol=1e-15)
+    assert rows["log_partition"][0] == want.log_partition
+    assert main([*args, "--task", "map"]) == 0
+    out = capsys.readouterr().out.split("\n")
+    assert out[0].split("\t")[1:] == [str(v) for v in cardinality.map_assignment(theta, f).assignment]
+    assert main([*args, "--task", "sample", "--size", "3", "--seed", "4"]) == 0
+    samples = [line for line in capsys.readouterr().out.split("\n") if line.startswith("sample")]
+    np.testing.assert_array_equal(
+        np.array([s.split("\t")[1:] for s in samples], dtype=int), cardinality.sample(theta, f, size=3, rng=4)
+    )
+    assert main([*args, "-o", str(tmp_path / "out.npz")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["p_on"], want.p_on, rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "extra, theta_text, message",
+    [
+        (["--size", "2"], "0 1", "`--size` applies to --task sample only"),
+        ([], "0 one", "must hold numbers only; got 'one'"),
+        ([], "0 1 2", "`f` must have"),
+        (["--task", "map", "--method", "fft"], "0 1", "`--method` is not used by --task map"),
+    ],
+)
+def test_cardinality_command_errors_are_one_line(tmp_path, capsys, extra, theta_text, message):
+    (tmp_path / "theta.txt").write_text(theta_text)
+    (tmp_path / "f.txt").write_text("0 0 0")
+    assert main(["cardinality", str(tmp_path / "theta.txt"), str(tmp_path / "f.txt"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_warmup_compiles_the_areas_asked_for(capsys):
+    assert main(["warmup", "--area", "cardinality"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cardinality") and "total" in out
+    assert main(["warmup", "--area", "nope"]) == 2
+    assert "`areas` must name areas of" in capsys.readouterr().err

@@ -27,37 +27,271 @@ def _tiny_graph():
     return fg
 
 
-def _results():
-    """One result of every kind the library returns, keyed by a readable name."""
-    from tractable import bp, cardinality, clique, exact, hlmrf, sampling
+# ----------------------------------------------------------------------------------- every public name
+#: The public modules: the grammar test covers every name of their ``__all__``.
+PUBLIC_MODULES = (
+    "tractable",
+    "tractable.exact",
+    "tractable.bp",
+    "tractable.cardinality",
+    "tractable.clique",
+    "tractable.hlmrf",
+    "tractable.psl",
+    "tractable.crf",
+    "tractable.sampling",
+    "tractable.distributed",
+    "tractable.io",
+    "tractable.datasets",
+)
+
+#: Parameters with a default that may still be given by position: data of a model or a file, never an
+#: algorithm's option (``names`` of a graph, ``weight`` of a potential, ``fg`` of a reader, scikit-learn's
+#: ``fit(X, y=None)``). Everything else with a default is keyword-only.
+POSITIONAL_DATA = {
+    "tractable.FactorGraph.__init__": {"names"},
+    "tractable.cardinality.RecursiveCardinalityModel.__init__": {"unary"},
+    "tractable.hlmrf.HLMRF.add_potential": {"constant", "weight", "squared"},
+    "tractable.hlmrf.HLMRF.add_constraint": {"constant", "sense"},
+    "tractable.hlmrf.HLMRF.add_potentials": {"constants", "weights", "squared"},
+    "tractable.hlmrf.HLMRF.add_constraints": {"constants", "senses"},
+    "tractable.psl.ArithmeticRule.__init__": {"sum_variables"},
+    "tractable.psl.Model.evaluate": {"predictions"},
+    "tractable.psl.evaluate_predicate": {"evaluators"},
+    "tractable.crf.ESSCRF.__init__": {"structure"},
+    "tractable.crf.TreeCRF.__init__": {"tree"},
+    "tractable.crf.RelationalGraph.__init__": {"labels", "edge_types"},
+    "tractable.crf.RelationalESSCRF.fit": {"y"},
+    "tractable.crf.RelationalESSCRF.score": {"y"},
+    "tractable.distributed.WarmKernels.setup": {"worker"},
+    "tractable.io.read_evidence": {"fg"},
+    "tractable.io.write_mar": {"fg"},
+    "tractable.io.write_mmp": {"fg"},
+    "tractable.datasets.inpainting": {"image"},
+}
+
+
+def _public_names():
+    import importlib
+
+    for module in PUBLIC_MODULES:
+        mod = importlib.import_module(module)
+        for name in mod.__all__:
+            yield module, name, getattr(mod, name)
+
+
+def _signatures(module, name, obj):
+    """``(qualified name, signature)`` of a public function, or of a public class's constructor and methods."""
+    import inspect
+
+    if inspect.isfunction(obj):
+        yield f"{module}.{name}", inspect.signature(obj)
+    elif inspect.isclass(obj) and not issubclass(obj, BaseException):
+        members = [("__init__", obj.__dict__.get("__init__"))]
+        members += [(k, v) for k, v in vars(obj).items() if inspect.isfunction(v) and not k.startswith("_")]
+        for k, f in members:
+            if f is not None and not dataclasses.is_dataclass(obj):
+                yield f"{module}.{name}.{k}", inspect.signature(f)
+
+
+def test_every_option_is_keyword_only():
+    """Generated from every ``__all__``: a parameter with a default is keyword-only unless it is model data."""
+    problems = []
+    for module, name, obj in _public_names():
+        for qual, sig in _signatures(module, name, obj):
+            allowed = POSITIONAL_DATA.get(qual, set())
+            for p in sig.parameters.values():
+                if p.default is not p.empty and p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in allowed:
+                    problems.append(f"{qual}: `{p.name}`")
+    assert not problems, "options that can be given by position: " + "; ".join(problems)
+
+
+def _tiny_hlmrf():
     from tractable.datasets import opinion_diffusion
 
-    fg = _tiny_graph()
+    return opinion_diffusion(30, rng=0)
+
+
+def _tiny_psl():
+    import pandas as pd
+
+    from tractable.psl import Model
+
+    m = Model()
+    m.add_predicate("Friend", 2, closed=True)
+    m.add_predicate("Votes", 2, closed=False)
+    m.add_rule("1: Friend(A, B) & Votes(B, P) -> Votes(A, P) ^2")
+    m.add_rule("Votes(A, +P) = 1 .")
+    m.add_data("Friend", "observations", pd.DataFrame([["me", "f1"]]))
+    m.add_data("Votes", "observations", pd.DataFrame([["f1", "L", 0.9], ["f1", "C", 0.1]]))
+    m.add_data("Votes", "targets", pd.DataFrame([["me", "L"], ["me", "C"]]))
+    return m
+
+
+def _crf_data():
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(30, 3))
+    Y = (X + 0.5 * gen.normal(size=(30, 3)) > 0).astype(np.int64)
+    return X, Y
+
+
+def _clique_call(name):
+    from tractable import clique
+
+    phi = np.array([[1.0, 0.0], [0.0, 1.0], [0.2, 0.0]])
+    return lambda **kw: getattr(clique, name)(phi, clique.Potts(1.0), **kw)
+
+
+def _calls():
+    """How to call every public function on a small model: ``"module.name" -> call(**extra)``.
+
+    ``extra`` is passed through as keyword arguments, so the test can also check that an unknown option
+    is rejected. Classes are checked through the results and objects these calls build.
+    """
+    from tractable import bp, cardinality, clique, crf, datasets, exact, hlmrf, psl, sampling
+
+    fg = _tiny_graph
     theta = np.array([0.3, -1.0, 2.0])
     f = np.array([0.0, 1.0, -np.inf, 0.5])
     phi = np.array([[1.0, 0.0], [0.0, 1.0], [0.2, 0.0]])
-    out = {
-        "exact.enumerate_marginals": exact.enumerate_marginals(fg),
-        "exact.enumerate_map": exact.enumerate_map(fg),
-        "exact.variable_elimination": exact.variable_elimination(fg, task="marginals"),
-        "exact.infer": exact.infer(fg, task="marginals"),
-        "cardinality.marginals": cardinality.marginals(theta, f),
-        "cardinality.chain_marginals": cardinality.chain_marginals(theta, f),
-        "cardinality.map_assignment": cardinality.map_assignment(theta, f),
-        "cardinality.RecursiveCardinalityModel": cardinality.RecursiveCardinalityModel(
-            3, [[0, 1, 2], [0, 1]], [f, [0.0, 0.2, -0.3]], theta
-        ).marginals(),
-        "hlmrf.solve": hlmrf.solve(opinion_diffusion(60, rng=0)),
-        "hlmrf.solve(highs)": hlmrf.solve(opinion_diffusion(60, rng=0), method="highs"),
-        "bp.loopy": bp.loopy(fg),
-        "bp.loopy(max)": bp.loopy(fg, "max"),
-        "bp.tree_marginals": bp.tree_marginals(np.zeros((3, 2)), [[0, 1]], np.zeros((1, 2, 2))),
-        "bp.tree_map": bp.tree_map(np.zeros((3, 2)), [[0, 1]], np.zeros((1, 2, 2))),
-        "sampling.gibbs": sampling.gibbs(fg, 50, rng=0, return_samples=True),
-        "sampling.adaptive_mmp": sampling.adaptive_mmp(fg, rng=0),
+    unary, edges, pairwise = np.zeros((3, 2)), [[0, 1]], np.zeros((1, 2, 2))
+    return {
+        "tractable.exact.elimination_order": lambda **kw: exact.elimination_order(fg(), **kw),
+        "tractable.exact.enumerate_map": lambda **kw: exact.enumerate_map(fg(), **kw),
+        "tractable.exact.enumerate_marginals": lambda **kw: exact.enumerate_marginals(fg(), **kw),
+        "tractable.exact.infer": lambda **kw: exact.infer(fg(), task="marginals", evidence={2: 1}, **kw),
+        "tractable.exact.variable_elimination": lambda **kw: exact.variable_elimination(fg(), task="map", **kw),
+        "tractable.bp.loopy": lambda **kw: bp.loopy(fg(), task="marginals", **kw),
+        "tractable.bp.register": None,  # registers a handler: covered by tests/bp (a new factor type)
+        "tractable.bp.tree_map": lambda **kw: bp.tree_map(unary, edges, pairwise, **kw),
+        "tractable.bp.tree_marginals": lambda **kw: bp.tree_marginals(unary, edges, pairwise, **kw),
+        "tractable.bp.tree_marginals_batch": lambda **kw: bp.tree_marginals_batch(
+            np.zeros((2, 3, 2)), [edges, edges], [pairwise, pairwise], **kw
+        ),
+        "tractable.cardinality.chain_marginals": lambda **kw: cardinality.chain_marginals(theta, f, **kw),
+        "tractable.cardinality.log_partition": lambda **kw: cardinality.log_partition(theta, f, **kw),
+        "tractable.cardinality.map_assignment": lambda **kw: cardinality.map_assignment(theta, f, **kw),
+        "tractable.cardinality.marginals": lambda **kw: cardinality.marginals(theta, f, **kw),
+        "tractable.cardinality.marginals_batch": lambda **kw: cardinality.marginals_batch(
+            np.stack([theta, theta]), f, **kw
+        ),
+        "tractable.cardinality.sample": lambda **kw: cardinality.sample(theta, f, size=2, rng=0, **kw),
+        **{
+            f"tractable.clique.{name}": _clique_call(name)
+            for name in ("alpha_expansion", "alpha_pass", "clique_map", "exact_clique_map", "generalized_alpha_pass")
+        },
+        "tractable.clique.icm": lambda **kw: clique.icm(phi, clique.Potts(1.0), rng=0, **kw),
+        "tractable.clique.alpha_pass_batch": lambda **kw: clique.alpha_pass_batch(
+            np.stack([phi, phi]), clique.Potts(1.0), **kw
+        ),
+        "tractable.clique.majority_alpha_pass": lambda **kw: clique.majority_alpha_pass(phi, np.eye(2), **kw),
+        "tractable.clique.majority_exact": lambda **kw: clique.majority_exact(phi, np.eye(2), **kw),
+        "tractable.clique.score": lambda **kw: clique.score(phi, clique.Potts(1.0), np.array([0, 1, 0]), **kw),
+        "tractable.hlmrf.local_update_reference": None,  # the readable twin of local_updates, tested beside it
+        "tractable.hlmrf.local_updates": lambda **kw: hlmrf.local_updates(
+            "hinge", [0, 1], [1.0], [0.5], [1.0], np.array([0.2]), **kw
+        ),
+        "tractable.hlmrf.project_feasible": lambda **kw: hlmrf.project_feasible(
+            _tiny_hlmrf(), np.zeros(_tiny_hlmrf().n_variables), **kw
+        ),
+        "tractable.hlmrf.solve": lambda **kw: hlmrf.solve(_tiny_hlmrf(), method="admm", **kw),
+        "tractable.psl.evaluate_predicate": None,  # PSL's evaluators: tests/psl compares each with PSL's
+        "tractable.psl.parse_rule": lambda **kw: psl.parse_rule("1: A(X) -> B(X) ^2", **kw),
+        "tractable.psl.parse_rules": lambda **kw: psl.parse_rules("1: A(X) -> B(X) ^2", **kw),
+        "tractable.crf.chow_liu_tree": lambda **kw: crf.chow_liu_tree(_crf_data()[1], **kw),
+        "tractable.sampling.adaptive_mmp": lambda **kw: sampling.adaptive_mmp(fg(), rng=0, **kw),
+        "tractable.sampling.gibbs": lambda **kw: sampling.gibbs(fg(), n_sweeps=50, rng=0, return_samples=True, **kw),
+        "tractable.sampling.prune": lambda **kw: sampling.prune(
+            fg(), np.array([True, False, False]), [0.2, 0, 0], **kw
+        ),
+        "tractable.distributed.alpha_pass_batches": lambda **kw: __import__(
+            "tractable.distributed"
+        ).distributed.alpha_pass_batches(np.stack([phi, phi]), clique.Potts(1.0), **kw),
+        "tractable.distributed.marginals_batches": lambda **kw: __import__(
+            "tractable.distributed"
+        ).distributed.marginals_batches(np.stack([theta, theta]), f, **kw),
+        "tractable.distributed.map_batches": None,  # a batched function over Dask collections: tests/distributed
+        "tractable.distributed.check_client": None,  # needs a cluster: tests/distributed
+        "tractable.distributed.solve": None,  # needs a cluster: tests/distributed
+        "tractable.io.from_pgmpy": None,  # pgmpy's models: tests/test_bnlearn_pgmpy.py
+        "tractable.io.read_bif": None,  # pgmpy's reader: tests/test_bnlearn_pgmpy.py
+        **{f"tractable.io.{n}": None for n in ("read_evidence", "read_map", "read_mar", "read_uai")},  # test_io_uai
+        **{f"tractable.io.{n}": None for n in ("write_evidence", "write_map", "write_mar", "write_mmp", "write_pr")},
+        "tractable.io.write_uai": None,  # files: tests/test_io_uai.py round-trips every reader and writer
+        "tractable.datasets.bipartite_matching": lambda **kw: datasets.bipartite_matching(3, 4, rng=0, **kw),
+        "tractable.datasets.clique_benchmark": lambda **kw: datasets.clique_benchmark("POTTS", n=4, m=2, rng=0, **kw),
+        "tractable.datasets.grid_factor_graph": lambda **kw: datasets.grid_factor_graph(2, 2, rng=0, **kw),
+        "tractable.datasets.inpainting": lambda **kw: datasets.inpainting(size=(6, 6), rng=0, **kw),
+        "tractable.datasets.load_yeast": lambda **kw: datasets.load_yeast(**kw),
+        "tractable.datasets.opinion_diffusion": lambda **kw: datasets.opinion_diffusion(20, rng=0, **kw),
+        "tractable.datasets.random_factor_graph": lambda **kw: datasets.random_factor_graph(3, 2, rng=0, **kw),
+        "tractable.datasets.yeast_split": lambda **kw: datasets.yeast_split(**kw),
     }
-    for name in ["alpha_pass", "generalized_alpha_pass", "alpha_expansion", "icm", "exact_clique_map", "clique_map"]:
-        out[f"clique.{name}"] = getattr(clique, name)(phi, clique.Potts(1.0))
+
+
+def _object_results():
+    """Results of the public classes' own inference methods and of the estimators' predictions."""
+    from tractable import cardinality, crf, hlmrf
+
+    theta = np.array([0.3, -1.0, 2.0])
+    f = np.array([0.0, 1.0, -np.inf, 0.5])
+    rec = cardinality.RecursiveCardinalityModel(3, [[0, 1, 2], [0, 1]], [f, [0.0, 0.2, -0.3]], theta)
+    tree = cardinality.TreeCardinalityModel([[0, 1], [1, 2]], np.zeros((2, 2, 2)), theta, f)
+    X, Y = _crf_data()
+    out = {
+        "cardinality.RecursiveCardinalityModel.marginals": rec.marginals(),
+        "cardinality.RecursiveCardinalityModel.map_assignment": rec.map_assignment(),
+        "cardinality.TreeCardinalityModel.marginals": tree.marginals(),
+        "cardinality.TreeCardinalityModel.map_assignment": tree.map_assignment(),
+        "hlmrf.solve(highs)": hlmrf.solve(_tiny_hlmrf(), method="highs"),
+        "bp.loopy(map)": __import__("tractable.bp").bp.loopy(_tiny_graph(), task="map"),
+        "psl.Model.infer": _tiny_psl().infer()[1],
+    }
+    for est in (crf.TreeCRF(C=1.0), crf.ESSCRF(crf.ConditionalChowLiu(C=1.0), C=1.0)):
+        est.fit(X, Y)
+        assert est.predict(X).dtype == np.int64, type(est).__name__
+    return out
+
+
+def test_every_public_name_has_a_grammar_row():
+    """Generated from every ``__all__``: a new public function without a row here fails, as in test_hostile."""
+    import inspect
+
+    calls = _calls()
+    missing = [
+        f"{module}.{name}"
+        for module, name, obj in _public_names()
+        if inspect.isfunction(obj) and f"{module}.{name}" not in calls
+    ]
+    assert not missing, f"public functions without a row in _calls(): {missing}"
+
+
+def test_every_public_result_type_derives_from_the_one_result_base():
+    import inspect
+
+    from tractable._results import Result
+
+    for module, name, obj in _public_names():
+        if inspect.isclass(obj) and (name.endswith("Result") or name.endswith("Marginals") or "Batch" in name):
+            assert issubclass(obj, Result) and dataclasses.is_dataclass(obj), f"{module}.{name}"
+            assert obj.__dataclass_params__.frozen, f"{module}.{name} is not frozen"
+
+
+def _results():
+    """One result of every kind the library returns: every public function's, keyed by its name."""
+    import importlib.util
+
+    from tractable._results import Result
+
+    out = {}
+    for qual, call in _calls().items():
+        if call is None:
+            continue
+        if ".distributed." in qual and importlib.util.find_spec("distributed") is None:
+            continue
+        res = call()
+        if isinstance(res, Result):
+            out[qual] = res
+    out.update(_object_results())
     return out
 
 
@@ -66,6 +300,19 @@ def results():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return _results()
+
+
+@pytest.mark.parametrize("qual", sorted(k for k, v in _calls().items() if v is not None))
+def test_an_unknown_option_is_rejected(qual):
+    """Generated from every ``__all__``: a misspelt option is an error, never silently ignored."""
+    import importlib.util
+
+    if ".distributed." in qual and importlib.util.find_spec("distributed") is None:
+        pytest.skip("dask.distributed is not installed")
+    with pytest.raises((TypeError, ValueError), match="not_an_option"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _calls()[qual](not_an_option=1)
 
 
 def _arrays(value):
@@ -103,16 +350,17 @@ def test_discrete_maximizers_are_int64_assignments_with_a_score(results):
         if hasattr(res, "x"):
             continue
         if hasattr(res, "assignment"):
-            assert res.assignment.dtype == np.int64 and res.assignment.ndim == 1, name
-            assert isinstance(res.score, float), name
+            assert res.assignment.dtype == np.int64, name
+            if res.assignment.ndim == 1:
+                assert isinstance(res.score, float), name
 
 
 def test_binary_marginals_are_n_by_2_everywhere(results):
     for name, res in results.items():
-        if hasattr(res, "marginals"):
+        if hasattr(res, "marginals") and not hasattr(res, "x"):
             m = res.marginals
-            assert isinstance(m, np.ndarray) and m.shape == (3, 2), (name, getattr(m, "shape", type(m)))
-            np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-12, err_msg=name)
+            assert isinstance(m, np.ndarray) and m.shape[-1] == 2, (name, getattr(m, "shape", type(m)))
+            np.testing.assert_allclose(m.sum(axis=-1), 1.0, atol=1e-12, err_msg=name)
 
 
 def test_marginals_are_a_tuple_when_cardinalities_differ():
@@ -139,7 +387,7 @@ def test_cardinality_factor_and_its_table_give_the_same_marginals():
 @pytest.mark.parametrize(
     "area, call",
     [
-        ("exact", lambda m: m.infer(_tiny_graph(), "marginals", method="nope")),
+        ("exact", lambda m: m.infer(_tiny_graph(), task="marginals", method="nope")),
         ("clique", lambda m: m.clique_map(np.zeros((2, 2)), m.Potts(1.0), method="nope")),
         ("hlmrf", lambda m: m.solve(m.HLMRF(1), method="nope")),
         ("cardinality", lambda m: m.marginals(np.zeros(2), np.zeros(3), method="nope")),

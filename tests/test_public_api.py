@@ -11,7 +11,7 @@ import pytest
 PUBLIC = {
     "tractable": [
         "CardinalityFactor", "ConvergenceWarning", "Factor", "FactorGraph", "MAPResult", "MarginalsResult",
-        "ModelError", "RecursiveCardinalityFactor", "TableFactor", "ZeroPartitionError", "__version__",
+        "ModelError", "RecursiveCardinalityFactor", "Result", "TableFactor", "ZeroPartitionError", "__version__",
     ],
     "tractable.bp": [
         "BPResult", "FactorMessages", "HANDLERS", "TreeMarginals", "TreeMarginalsBatch", "loopy", "register",
@@ -54,7 +54,7 @@ PUBLIC = {
     ],
     "tractable.io": [
         "from_pgmpy", "read_bif", "read_evidence", "read_map", "read_mar", "read_uai", "write_evidence", "write_map",
-        "write_mar", "write_pr", "write_uai",
+        "write_mar", "write_mmp", "write_pr", "write_uai",
     ],
     "tractable.datasets": [
         "BipartiteMatching", "CLIQUE_KINDS", "Inpainting", "MultiLabelCRF", "YEAST_N_TRAIN", "bipartite_matching",

@@ -5,7 +5,7 @@ Model objects live at the top level; algorithm families are subpackages (``tract
 """
 
 from ._errors import ModelError, ZeroPartitionError
-from ._results import ConvergenceWarning, MAPResult, MarginalsResult
+from ._results import ConvergenceWarning, MAPResult, MarginalsResult, Result
 from .factorgraph import CardinalityFactor, Factor, FactorGraph, RecursiveCardinalityFactor, TableFactor
 
 __version__ = "0.1.0"
@@ -19,6 +19,7 @@ __all__ = [
     "MarginalsResult",
     "ModelError",
     "RecursiveCardinalityFactor",
+    "Result",
     "TableFactor",
     "ZeroPartitionError",
     "__version__",

@@ -9,6 +9,7 @@ from .uai import (
     write_evidence,
     write_map,
     write_mar,
+    write_mmp,
     write_pr,
     write_uai,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "write_evidence",
     "write_map",
     "write_mar",
+    "write_mmp",
     "write_pr",
     "write_uai",
 ]

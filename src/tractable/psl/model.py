@@ -138,7 +138,7 @@ class Model:
     {'C': 0.35, 'L': 0.65}
     """
 
-    def __init__(self, database=None) -> None:
+    def __init__(self, *, database=None) -> None:
         import duckdb
 
         if database is not None and not isinstance(database, (str, os.PathLike)):

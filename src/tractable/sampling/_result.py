@@ -63,6 +63,8 @@ class MMPResult(Result):
     assignment : ndarray of shape (n,), int64
         The maximum-marginal decisions: ``1`` where ``P(x_i = 1) > 1/2`` is the more probable
         decision (read-only). ``decisions`` is a deprecated alias.
+    score : float
+        ``fg.score(assignment)`` (``-inf`` when the decisions together violate a hard constraint).
     marginals : ndarray of shape (n, 2)
         ``[1 - mu_i, mu_i]`` with ``mu_i`` the fraction of ``x_i``'s samples that are 1 (read-only).
     confidence : ndarray of shape (n,)
@@ -84,6 +86,7 @@ class MMPResult(Result):
     """
 
     assignment: np.ndarray
+    score: float
     marginals: np.ndarray
     confidence: np.ndarray
     samples_per_variable: np.ndarray

@@ -217,6 +217,7 @@ def adaptive_mmp(
         warn_stopped(msg)
     return MMPResult(
         assignment=frozen_array(assignment),
+        score=float(full.score(assignment)),
         marginals=frozen_array(marginals),
         confidence=frozen_array(confidence),
         samples_per_variable=frozen_array(count),
