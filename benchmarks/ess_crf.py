@@ -237,7 +237,9 @@ def main() -> None:
             extra = {}
             if hasattr(model, "n_iter_"):
                 extra["n_iter"] = model.n_iter_
+                extra["converged"] = model.converged_
             if isinstance(model, ESSCRF):
+                extra["structure_converged"] = model.structure_.converged_
                 trees = model.predict_structure(Xte)
                 extra["distinct_test_trees"] = len({tuple(map(tuple, t.tolist())) for t in trees})
                 extra["mean_test_edges"] = float(np.mean([len(t) for t in trees]))

@@ -164,7 +164,7 @@ def _clamp(unary, labels):
 def _bethe_stats(unary, edges, t, lbp):
     """Bethe log Z, node beliefs (n, k) and summed pairwise beliefs (k, k) of sum-product loopy BP."""
     n = unary.shape[0]
-    res = loopy(_dense_graph(unary, edges, t), "sum", **lbp)
+    res = loopy(_dense_graph(unary, edges, t), task="marginals", **lbp)
     pair = np.sum(np.stack(res.factor_marginals[n:]), axis=0) if len(edges) else np.zeros_like(t)
     return res.log_partition, np.asarray(res.marginals), pair, res
 
@@ -239,7 +239,7 @@ def dense_predict(z, edges, labels, params):
     fg = _dense_graph(_clamp(z @ w.T + b, labels), edges, t)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = loopy(fg, "sum", **LBP_OPTIONS)
+        res = loopy(fg, task="marginals", **LBP_OPTIONS)
     pred = np.argmax(np.asarray(res.marginals), axis=1)
     pred[known] = labels[known]
     return pred, res
@@ -307,6 +307,7 @@ def run_split(z, y, edges, frac, seed, budget):
         ess_train_s=ess_s[0],
         ess_test_s=ess_s[1],
         ess_iter=f"{model.structure_n_iter_}+{model.n_iter_}",
+        ess_converged=model.structure_converged_ and model.converged_,
         speedup_vs_dense=sum(dense_s) / sum(ess_s),
         speedup_vs_dense_bp=sum(dense_bp_s) / sum(ess_s),
     )

@@ -10,7 +10,8 @@ import warnings
 import numpy as np
 
 from tractable import ConvergenceWarning
-from tractable.datasets import MultiLabelCRF, yeast_split
+from tractable.crf import MultiLabelCRF
+from tractable.datasets import yeast_split
 from tractable.sampling import adaptive_mmp, gibbs
 
 # labels whose marginal is close to 1/2 rarely become 1e-5-certain within 500 sweeps: each such run stops at
@@ -18,8 +19,8 @@ from tractable.sampling import adaptive_mmp, gibbs
 warnings.simplefilter("ignore", ConvergenceWarning)
 
 X_train, X_test, Y_train, Y_test = yeast_split()
-model = MultiLabelCRF(l2=0.1).fit(X_train, Y_train)
-exact = model.predict(X_test[:100])
+model = MultiLabelCRF(C=1 / 150).fit(X_train, Y_train)  # C = 1 / (1500 rows * 0.1): the old l2=0.1
+exact = model.predict(X_test[:100], method="max_marginal")
 plain_dec, adapt_dec, plain_upd, adapt_upd = [], [], 0, 0
 for i, x in enumerate(X_test[:100]):
     fg = model.factor_graph(x)

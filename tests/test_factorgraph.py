@@ -1,4 +1,6 @@
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -191,3 +193,39 @@ def test_cardinality_factor_keeps_its_log_potentials_read_only():
     assert f.log_potentials.tolist() == [0.0, 1.0, -np.inf]
     with pytest.raises(ValueError, match="read-only"):
         f.log_potentials[0] = 1.0
+
+
+def test_recursive_cardinality_factor_builds_its_count_tree_in_the_model_layer():
+    """The count tree is a model concept (``tractable._count_tree``): building a factor imports no algorithm
+    area, and the factor and the cardinality model build the same structure, with the same errors."""
+    code = (
+        "import sys\n"
+        "from tractable import RecursiveCardinalityFactor\n"
+        "f = RecursiveCardinalityFactor([3, 4, 5, 6], [[3, 4], [3, 4, 5, 6]], [[0, 0, 0], [0, 0, 0, 0, 0]])\n"
+        "print(type(f._structure).__module__, *sorted(m for m in sys.modules if m.startswith('tractable.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "tractable._count_tree"
+    assert "tractable.factorgraph" in out[1:]
+    assert not [m for m in out[1:] if m.split(".")[1] in ("cardinality", "bp", "exact", "clique", "hlmrf")]
+
+    from tractable import RecursiveCardinalityFactor
+    from tractable.cardinality import RecursiveCardinalityModel
+
+    subsets, pots = [[0, 1], [0, 1, 2, 3]], [[0.0, 0.5, -np.inf], [0.0, 1.0, 2.0, 1.0, 0.0]]
+    a = RecursiveCardinalityFactor([0, 1, 2, 3], subsets, pots)._structure
+    b = RecursiveCardinalityModel(4, subsets, pots)._structure
+    assert type(a) is type(b)
+    for x, y in zip((a.tree.left, a.tree.right, a.leaf_potentials), (b.tree.left, b.tree.right, b.leaf_potentials)):
+        np.testing.assert_array_equal(x, y)
+    message = "`subsets` must be nested (any two disjoint or one inside the other); subsets[0] and subsets[1] overlap"
+    for build in (
+        lambda: RecursiveCardinalityFactor([0, 1, 2], [[0, 1], [1, 2]], [[0, 0, 0], [0, 0, 0]]),
+        lambda: RecursiveCardinalityModel(3, [[0, 1], [1, 2]], [[0, 0, 0], [0, 0, 0]]),
+    ):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            build()
+    with pytest.raises(
+        ValueError, match=re.escape("is -inf at every count: no configuration has non-zero probability")
+    ):
+        RecursiveCardinalityFactor([0, 1], [[0, 1]], [[-np.inf] * 3])

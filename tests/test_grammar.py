@@ -87,7 +87,11 @@ def _signatures(module, name, obj):
         yield f"{module}.{name}", inspect.signature(obj)
     elif inspect.isclass(obj) and not issubclass(obj, BaseException):
         members = [("__init__", obj.__dict__.get("__init__"))]
-        members += [(k, v) for k, v in vars(obj).items() if inspect.isfunction(v) and not k.startswith("_")]
+        for k, v in vars(obj).items():
+            if isinstance(v, (classmethod, staticmethod)):
+                v = v.__func__
+            if inspect.isfunction(v) and not k.startswith("_"):
+                members.append((k, v))
         for k, f in members:
             if f is not None and not dataclasses.is_dataclass(obj):
                 yield f"{module}.{name}.{k}", inspect.signature(f)

@@ -141,7 +141,7 @@ def _fitted(kind):
         if kind == "ccl":
             return crf.ConditionalChowLiu(max_iter=50).fit(E, Y)
         if kind == "mlc":
-            return datasets.MultiLabelCRF(max_iter=50).fit(E, Y)
+            return crf.MultiLabelCRF(max_iter=50).fit(E, Y)
     raise AssertionError(kind)
 
 
@@ -230,7 +230,7 @@ def _write_mar(stream, marginals):
 
 
 def _crf_rows(kind, label, methods):
-    x, y = ("X", "Y") if kind == "mlc" else ("E", "Y")  # the multi-label CRF keeps scikit-learn's names
+    x, y = ("E", "Y")
     with_xy = (Arg((1,), x), Arg((2,), y, skip=("neginf",)))
     rows = [
         Case(
@@ -239,7 +239,7 @@ def _crf_rows(kind, label, methods):
                 "tree": crf.TreeCRF,
                 "ess": crf.ESSCRF,
                 "ccl": crf.ConditionalChowLiu,
-                "mlc": datasets.MultiLabelCRF,
+                "mlc": crf.MultiLabelCRF,
             }[cls_kind](max_iter=20).fit(E, Y),
             lambda: ([kind, *(a.copy() for a in _crf_data())], {}),
             with_xy,
@@ -358,7 +358,7 @@ CASES: list[Case] = [
     # ---- sampling
     Case(
         "sampling.gibbs",
-        sampling.gibbs,
+        lambda fg, n_sweeps, **kw: sampling.gibbs(fg, n_sweeps=n_sweeps, **kw),
         lambda: ([_fg(), 5], {"rng": 0, "init": np.array([0, 1, 0, 1]), "return_samples": True}),
         (Arg(("init",), "init", skip=("neginf",)),),
         (Size((1,), "n_sweeps", 10**13),),
@@ -635,8 +635,15 @@ CASES: list[Case] = [
     *_crf_rows("ccl", "tractable.crf.ConditionalChowLiu", [("edge_weights", False), ("predict_structure", False)]),
     *_crf_rows(
         "mlc",
-        "tractable.datasets.MultiLabelCRF",
-        [("predict", False), ("unary", False), ("exact_marginals", False), ("log_likelihood", True)],
+        "tractable.crf.MultiLabelCRF",
+        [
+            ("predict", False),
+            ("predict_marginals", False),
+            ("predict_proba", False),
+            ("unary", False),
+            ("log_likelihood", True),
+            ("score", True),
+        ],
     ),
     # ---- io writers (the readers take files: fuzz/ covers them)
     Case(
@@ -652,6 +659,13 @@ CASES: list[Case] = [
         lambda: ([io.StringIO(), [np.array([0.25, 0.75]), np.array([0.5, 0.2, 0.3])]], {}),
         (Arg((1, 0), "marginals", skip=("neginf",)),),
         covers=("tractable.io.write_mar",),
+    ),
+    Case(
+        "io.write_mmp",
+        tio.write_mmp,
+        lambda: ([io.StringIO(), np.array([0, 1]), np.array([[0.25, 0.75], [0.5, 0.5]])], {}),
+        (Arg((1,), "assignment", skip=("neginf",)), Arg((2,), "marginals", skip=("neginf",))),
+        covers=("tractable.io.write_mmp",),
     ),
     # ---- datasets
     Case(
@@ -880,7 +894,7 @@ def _target_name(case, target):
 #: public callables that take no array argument (files, graphs, scalars only), or are not functions of data
 NO_ARRAYS = {
     "tractable.Factor", "tractable.ConvergenceWarning", "tractable.ModelError", "tractable.ZeroPartitionError",
-    "tractable.MAPResult", "tractable.MarginalsResult", "tractable.FactorGraph.add_factor",
+    "tractable.MAPResult", "tractable.MarginalsResult", "tractable.Result", "tractable.FactorGraph.add_factor",
     "tractable.FactorGraph.add_factors", "tractable.FactorGraph.check_evidence", "tractable.FactorGraph.condition",
     "tractable.FactorGraph.variable_index", "tractable.bp.loopy", "tractable.bp.register", "tractable.bp.BPResult",
     "tractable.bp.FactorMessages", "tractable.bp.TreeMarginals", "tractable.bp.TreeMarginalsBatch",
@@ -894,7 +908,7 @@ NO_ARRAYS = {
     "tractable.io.write_pr", "tractable.io.write_uai", "tractable.datasets.BipartiteMatching",
     "tractable.datasets.Inpainting", "tractable.datasets.load_yeast", "tractable.datasets.yeast_split",
     "tractable.datasets.opinion_diffusion", "tractable.crf.RelationalESSCRF", "tractable.crf.TreeCRF",
-    "tractable.crf.ESSCRF", "tractable.crf.ConditionalChowLiu", "tractable.datasets.MultiLabelCRF",
+    "tractable.crf.ESSCRF", "tractable.crf.ConditionalChowLiu", "tractable.crf.MultiLabelCRF",
     "tractable.hlmrf.HLMRF.load", "tractable.hlmrf.HLMRF.save", "tractable.hlmrf.HLMRF.constraint_arrays",
     "tractable.hlmrf.HLMRF.potential_arrays", "tractable.cardinality.TreeCardinalityModel.log_partition",
     "tractable.cardinality.TreeCardinalityModel.map_assignment", "tractable.cardinality.TreeCardinalityModel.marginals",
@@ -908,7 +922,9 @@ NO_ARRAYS = {
     "tractable.crf.RelationalESSCRF.fit", "tractable.crf.RelationalESSCRF.predict",
     "tractable.crf.RelationalESSCRF.predict_marginals", "tractable.crf.RelationalESSCRF.log_likelihood",
     "tractable.crf.RelationalESSCRF.edge_information", "tractable.crf.RelationalESSCRF.structure",
-    "tractable.datasets.MultiLabelCRF.factor_graph", "tractable.clique.CliqueMAPBatch",
+    "tractable.crf.MultiLabelCRF.factor_graph", "tractable.crf.MultiLabelCRF.exact_marginals",
+    "tractable.crf.RelationalESSCRF.score",
+    "tractable.clique.CliqueMAPBatch",
     "tractable.cardinality.CardinalityMarginalsBatch", "tractable.clique.CliquePotential.table",
     "tractable.clique.CliquePotential.check", "tractable.clique.LinearMajority.check",
     # factors: conditioning takes a dict, to_table nothing; the handler protocol of bp takes compiled state

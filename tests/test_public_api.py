@@ -23,7 +23,8 @@ PUBLIC = {
     ],
     "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
     "tractable.crf": [
-        "ConditionalChowLiu", "ESSCRF", "METHODS", "RelationalESSCRF", "RelationalGraph", "TreeCRF", "chow_liu_tree",
+        "ConditionalChowLiu", "ESSCRF", "METHODS", "MultiLabelCRF", "RelationalESSCRF", "RelationalGraph", "TreeCRF",
+        "chow_liu_tree",
     ],
     "tractable.distributed": [
         "HLMRFShards", "WarmKernels", "WorkerLostError", "alpha_pass_batches", "check_client", "map_batches",
@@ -57,7 +58,7 @@ PUBLIC = {
         "write_mar", "write_mmp", "write_pr", "write_uai",
     ],
     "tractable.datasets": [
-        "BipartiteMatching", "CLIQUE_KINDS", "Inpainting", "MultiLabelCRF", "YEAST_N_TRAIN", "bipartite_matching",
+        "BipartiteMatching", "CLIQUE_KINDS", "Inpainting", "YEAST_N_TRAIN", "bipartite_matching",
         "clique_benchmark", "grid_factor_graph", "inpainting", "load_yeast", "opinion_diffusion", "random_factor_graph",
         "yeast_split",
     ],

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ._count_tree import CountTree, build_structure, validate_structure
 from ._validate import as_float_array, as_index_array, check_int
 
 __all__ = ["Factor", "FactorGraph", "TableFactor", "CardinalityFactor", "RecursiveCardinalityFactor"]
@@ -362,8 +363,6 @@ class RecursiveCardinalityFactor(Factor):
     """
 
     def __init__(self, variables: Sequence[int], subsets, count_potentials) -> None:
-        from .cardinality.recursive import _build_structure, _validate_structure
-
         scope = _check_scope(variables)
         d = len(scope)
         if d == 0:
@@ -385,15 +384,15 @@ class RecursiveCardinalityFactor(Factor):
                     f"got variable {outside[0]}."
                 )
             local.append(np.array([position[int(v)] for v in idx], dtype=np.int64))
-        n, subs, pots = _validate_structure(d, local, count_potentials)
-        self._init(scope, subs, pots, _build_structure(n, subs, pots))
+        n, subs, pots = validate_structure(d, local, count_potentials)
+        self._init(scope, subs, pots, build_structure(n, subs, pots))
 
-    def _init(self, scope: np.ndarray, local: tuple, pots: tuple, structure) -> None:
+    def _init(self, scope: np.ndarray, local: tuple, pots: tuple, structure: CountTree) -> None:
         """Set the fields from trusted parts (``local``: sorted read-only positions into ``scope``)."""
         self._variables = scope
         self._local = local
         self._count_potentials = pots
-        self._structure = structure  # cardinality.recursive._Structure: the count tree, built once
+        self._structure = structure  # the count tree (tractable._count_tree), built once
         subs = []
         for s in local:
             g = scope[s]
@@ -402,10 +401,10 @@ class RecursiveCardinalityFactor(Factor):
         self._subsets = tuple(subs)
 
     @classmethod
-    def _trusted(cls, scope: np.ndarray, local: list, pots: list, structure=None) -> RecursiveCardinalityFactor:
+    def _trusted(
+        cls, scope: np.ndarray, local: list, pots: list, structure: CountTree | None = None
+    ) -> RecursiveCardinalityFactor:
         """A factor from already checked parts; count potentials may be ``-inf`` everywhere (conditioning)."""
-        from .cardinality.recursive import _build_structure
-
         local_t, pots_t = [], []
         for s, f in zip(local, pots):
             s = np.sort(np.asarray(s, dtype=np.int64))
@@ -417,7 +416,7 @@ class RecursiveCardinalityFactor(Factor):
         scope = np.array(scope, dtype=np.int64)
         scope.flags.writeable = False
         if structure is None:
-            structure = _build_structure(len(scope), tuple(local_t), tuple(pots_t))
+            structure = build_structure(len(scope), tuple(local_t), tuple(pots_t))
         fac = object.__new__(cls)
         fac._init(scope, tuple(local_t), tuple(pots_t), structure)
         return fac

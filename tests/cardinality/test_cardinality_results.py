@@ -210,7 +210,7 @@ def test_with_unary_shares_the_structure(rng, monkeypatch):
     def rebuild(*args, **kwargs):
         raise AssertionError("with_unary must not rebuild the structure")
 
-    monkeypatch.setattr(recursive_module, "_build_structure", rebuild)
+    monkeypatch.setattr(recursive_module, "build_structure", rebuild)
     with pytest.raises(AssertionError, match="must not rebuild"):  # the constructor builds
         RecursiveCardinalityModel(6, SUBSETS, m.count_potentials, unary)
     m2 = m.with_unary(unary)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from sklearn.base import clone
 
 from tractable import ConvergenceWarning
 from tractable.bp import tree_marginals_batch
-from tractable.crf import ESSCRF, METHODS, ConditionalChowLiu, TreeCRF, chow_liu_tree
+from tractable.crf import ESSCRF, METHODS, ConditionalChowLiu, MultiLabelCRF, TreeCRF, chow_liu_tree
 from tractable.crf.tree_crf import _Design, _Objective
 
 
@@ -116,7 +117,7 @@ def test_objective_matches_enumeration_and_its_gradient_finite_differences(seed,
     # the batched core the design calls gives what the public tree_marginals_batch gives
     unary, pairwise, res = design.marginals(w)
     public = tree_marginals_batch(unary, edges, pairwise)
-    np.testing.assert_allclose(res.node_marginals, public.node_marginals, atol=1e-12)
+    np.testing.assert_allclose(res.marginals, public.marginals, atol=1e-12)
     np.testing.assert_allclose(res.edge_marginals, public.edge_marginals, atol=1e-12)
     np.testing.assert_allclose(res.log_partition, public.log_partition, rtol=1e-12)
 
@@ -280,7 +281,7 @@ def test_chow_liu_tree_is_the_maximum_mutual_information_tree(seed):
 
 
 # --------------------------------------------------------------------------- scikit-learn conventions
-@pytest.mark.parametrize("Estimator", [TreeCRF, ESSCRF, ConditionalChowLiu])
+@pytest.mark.parametrize("Estimator", [TreeCRF, ESSCRF, ConditionalChowLiu, MultiLabelCRF])
 def test_scikit_learn_conventions(seed, Estimator):
     from sklearn.utils.estimator_checks import (
         check_dont_overwrite_parameters,
@@ -309,6 +310,8 @@ def test_scikit_learn_conventions(seed, Estimator):
     assert est.get_params(deep=True).keys() == params.keys()  # fit sets no parameter
     fitted = [a for a in vars(est) if a.endswith("_") and not a.startswith("_")]
     assert "n_features_in_" in fitted and est.n_features_in_ == 3
+    assert {"converged_", "n_iter_", "n_states_"} <= set(fitted) and est.n_states_ == 2
+    assert isinstance(est.converged_, bool) and isinstance(est.n_iter_, int)
     twin = clone(est)
     assert not any(a.endswith("_") and not a.startswith("_") for a in vars(twin))
     assert twin.get_params() == Estimator().get_params()
@@ -347,9 +350,43 @@ def test_multi_state_fixed_forest_and_single_label(seed):
 def test_not_converging_warns():
     rng = np.random.default_rng(0)
     E, Y = _toy(rng)
-    with pytest.warns(ConvergenceWarning, match="iteration limit"):
+    with pytest.warns(ConvergenceWarning, match="TreeCRF: L-BFGS-B: stopped at the iteration limit"):
         model = TreeCRF(max_iter=1).fit(E, Y)
     assert not model.converged_ and model.n_iter_ == 1
+
+
+def test_conditional_chow_liu_records_convergence_instead_of_hiding_it():
+    from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    E, Y = _toy(rng, n=60)
+    E = E * 10.0  # far from the optimum after one step
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = ConditionalChowLiu(max_iter=1, features=_raw).fit(E, Y)
+    ours = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(ours) == 1 and "ConditionalChowLiu: lbfgs: stopped at the iteration limit (1)" in str(ours[0].message)
+    assert "6 of 6 edge logistic regressions did not converge" in str(ours[0].message)
+    assert not any(issubclass(w.category, SklearnConvergenceWarning) for w in caught)  # recorded, not shown
+    assert model.converged_ is False and model.n_iter_ == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = ConditionalChowLiu().fit(E / 10.0, Y)
+    assert model.converged_ is True and 1 <= model.n_iter_ < 1000
+    with pytest.raises(ValueError, match=re.escape("`tol` must be a finite number > 0; got 0.")):
+        ConditionalChowLiu(tol=0).fit(E, Y)
+
+
+def test_options_are_keyword_only():
+    rng = np.random.default_rng(0)
+    E, Y = _toy(rng)
+    model = TreeCRF().fit(E, Y)
+    with pytest.raises(TypeError):
+        model.predict(E, "map")
+    assert model.predict(E, method="max_marginal").dtype == np.int64
+    for make in (lambda: TreeCRF(None, 1.0), lambda: ESSCRF(None, 1.0), lambda: ConditionalChowLiu(1.0)):
+        with pytest.raises(TypeError):
+            make()
 
 
 def test_methods_table():

@@ -16,6 +16,7 @@ from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
+from tractable import ConvergenceWarning
 from tractable._forest import check_forest
 from tractable.crf.relational import (
     RelationalESSCRF,
@@ -45,7 +46,7 @@ def random_graph(rng, n=7, k=3, f=3, p_edge=0.45, n_relations=1, frac_known=0.5,
 # --------------------------------------------------------------------------- brute force (independent)
 def brute_scores(model, graph, clamped=False):
     """All k^N labellings of ``graph`` with their scores on the model's structure, written without the library."""
-    k = model.n_classes_
+    k = model.n_states_
     x = graph.features.toarray() if sp.issparse(graph.features) else np.asarray(graph.features)
     unary = x @ model.coef_.T + model.intercept_
     forest = model.structure(graph, clamped=clamped)
@@ -70,7 +71,7 @@ def brute_conditional(model, graph, clamped=False):
     ok = np.all(ys[:, known] == graph.labels[known], axis=1)
     loglik = logsumexp(score[ok]) - logsumexp(score)
     p = np.exp(score[ok] - logsumexp(score[ok]))
-    marg = np.zeros((graph.n_nodes, model.n_classes_))
+    marg = np.zeros((graph.n_nodes, model.n_states_))
     for i in range(graph.n_nodes):
         np.add.at(marg[i], ys[ok, i], p)
     return loglik, marg, ys[ok][np.argmax(score[ok])], score[ok].max()
@@ -213,13 +214,30 @@ def test_semi_supervised_likelihood_marginals_and_map_equal_brute_force(seed):
     graph, _ = random_graph(rng, n=7, k=3, f=2, n_relations=2, frac_known=0.4)
     model = RelationalESSCRF(C=2.0, structure_C=2.0).fit(graph)
     loglik = brute_conditional(model, graph)[0]  # the training likelihood: spanning forest of all links
-    assert np.isclose(model.log_likelihood(graph), loglik, atol=1e-9)
+    ll = model.log_likelihood(graph)  # one value per graph
+    assert ll.shape == (1,) and np.isclose(ll[0], loglik, atol=1e-9)
+    assert model.score(graph) == pytest.approx(loglik, abs=1e-9)
     # prediction: the known labels are evidence, every link with a known end is used
     _, marg, _, best_score = brute_conditional(model, graph, clamped=True)
     np.testing.assert_allclose(model.predict_marginals(graph), marg, atol=1e-9)
     pred = model.predict(graph)
+    assert pred.dtype == np.int64
     ys, score = brute_scores(model, graph, clamped=True)
     assert np.isclose(score[np.all(ys == pred, axis=1)][0], best_score)  # a conditional MAP (ties allowed)
+    np.testing.assert_array_equal(model.predict(graph, method="max_marginal"), np.argmax(marg, axis=1))
+
+
+def test_log_likelihood_and_score_of_a_list_of_graphs(seed):
+    rng = np.random.default_rng(seed)
+    g1, _ = random_graph(rng, n=6, k=3, f=2)
+    g2, _ = random_graph(rng, n=5, k=3, f=2)
+    model = RelationalESSCRF(n_states=3).fit([g1, g2])
+    ll = model.log_likelihood([g1, g2])
+    assert ll.shape == (2,) and np.all(ll <= 0)
+    assert ll[0] == pytest.approx(model.log_likelihood(g1)[0]) and ll[1] == pytest.approx(model.log_likelihood(g2)[0])
+    assert model.score([g1, g2]) == pytest.approx(ll.mean())
+    with pytest.raises(ValueError, match=re.escape("`graph_or_list[1]` has 1 features per entity")):
+        model.log_likelihood([g1, RelationalGraph(np.ones((2, 1)), [[0, 1]])])
 
 
 def test_fit_maximizes_the_penalized_likelihood(seed):
@@ -278,8 +296,8 @@ def test_fit_on_a_list_equals_fit_on_the_disjoint_union(seed):
         np.vstack([g1.edges, g2.edges + 10]),
         np.r_[g1.labels, g2.labels],
     )
-    a = RelationalESSCRF(n_classes=3).fit([g1, g2])
-    b = RelationalESSCRF(n_classes=3).fit(union)
+    a = RelationalESSCRF(n_states=3).fit([g1, g2])
+    b = RelationalESSCRF(n_states=3).fit(union)
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
     np.testing.assert_allclose(a.pairwise_, b.pairwise_, atol=1e-8)
     np.testing.assert_array_equal(np.r_[a.predict(g1), a.predict(g2)], b.predict(union))
@@ -304,6 +322,7 @@ def test_sklearn_clone_and_params(seed):
         "C": 0.5,
         "structure_C": 2.0,
         "pair_features": "none",
+        "n_states": None,
         "n_classes": None,
         "max_iter": 400,
         "tol": 1e-4,
@@ -312,10 +331,55 @@ def test_sklearn_clone_and_params(seed):
     copy = clone(model)
     assert copy.get_params() == params and not hasattr(copy, "coef_")
     assert copy.set_params(C=3.0) is copy and copy.C == 3.0
-    for name in ("coef_", "intercept_", "pairwise_", "n_classes_", "n_features_in_", "n_relations_", "n_iter_"):
+    fitted = ("coef_", "intercept_", "pairwise_", "n_states_", "n_features_in_", "n_relations_", "objective_")
+    for name in (*fitted, "n_iter_", "structure_n_iter_", "converged_", "structure_converged_"):
         assert hasattr(model, name)
-    assert model.pairwise_.shape == (1, 1, model.n_classes_, model.n_classes_)
+    assert model.converged_ is True and model.structure_converged_ is True
+    assert isinstance(model.n_iter_, int) and model.n_iter_ > 0
+    assert model.pairwise_.shape == (1, 1, model.n_states_, model.n_states_)
     assert "RelationalESSCRF(C=0.5" in repr(model)
+    with pytest.raises(TypeError):
+        RelationalESSCRF(0.5)  # every option is keyword-only
+    with pytest.raises(TypeError):
+        model.predict(graph, "map")
+
+
+def test_deprecated_n_classes_is_n_states(seed):
+    rng = np.random.default_rng(seed)
+    graph, _ = random_graph(rng, n=8, k=3, f=2)
+    with pytest.warns(DeprecationWarning, match="`n_classes` is deprecated"):
+        old = RelationalESSCRF(n_classes=4).fit(graph)
+    new = RelationalESSCRF(n_states=4).fit(graph)
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    with pytest.warns(DeprecationWarning, match="use `n_states_`"):
+        assert old.n_classes_ == 4 == new.n_states_
+    with pytest.raises(ValueError, match=re.escape("give `n_states` or the deprecated `n_classes`, not both")):
+        with pytest.warns(DeprecationWarning):
+            RelationalESSCRF(n_states=4, n_classes=4).fit(graph)
+
+
+def test_y_must_be_none(seed):
+    rng = np.random.default_rng(seed)
+    graph, _ = random_graph(rng, n=8, k=3, f=2)
+    with pytest.raises(ValueError, match=re.escape("`y` must be None (fit reads the labels of the graphs); got")):
+        RelationalESSCRF().fit(graph, graph.labels)
+    model = RelationalESSCRF().fit(graph, None)
+    with pytest.raises(ValueError, match=re.escape("`y` must be None (score reads the labels of the graphs)")):
+        model.score(graph, graph.labels)
+
+
+def test_not_converging_warns_and_is_recorded(seed):
+    rng = np.random.default_rng(seed)
+    graph, _ = random_graph(rng, n=12, k=3, f=3)
+    with pytest.warns(ConvergenceWarning) as record:
+        model = RelationalESSCRF(max_iter=1).fit(graph)
+    assert [str(w.message).split(":")[1] for w in record] == [
+        " L-BFGS-B on the structure model",
+        " L-BFGS-B on the CRF likelihood",
+    ]
+    assert all(w.filename == __file__ for w in record)  # the warnings point at the caller of fit
+    assert model.converged_ is False and model.n_iter_ == 1
+    assert model.structure_converged_ is False and model.structure_n_iter_ == 1
 
 
 def test_not_fitted_and_bad_arguments(seed):
@@ -325,10 +389,12 @@ def test_not_fitted_and_bad_arguments(seed):
         RelationalESSCRF().predict(graph)
     cases = [
         (RelationalESSCRF(C=-1.0), "`C` must be a finite number > 0; got -1.0."),
-        (RelationalESSCRF(structure_C=0), "`structure_C` must be a finite number > 0; got 0.0."),
+        (RelationalESSCRF(structure_C=0), "`structure_C` must be a finite number > 0; got 0."),
         (RelationalESSCRF(pair_features="dot"), "`pair_features` must be one of 'cosine', 'none'; got 'dot'."),
-        (RelationalESSCRF(max_iter=0), "`max_iter` must be >= 1; got 0."),
-        (RelationalESSCRF(n_classes=2), "`graph_or_list` labels must be < `n_classes` = 2; got 2."),
+        (RelationalESSCRF(max_iter=0), "`max_iter` must be an integer >= 1; got 0."),
+        (RelationalESSCRF(tol=np.inf), "`tol` must be a finite number > 0; got inf."),
+        (RelationalESSCRF(n_states=1), "`n_states` must be None or an integer >= 2; got 1."),
+        (RelationalESSCRF(n_states=2), "`graph_or_list` labels must be < `n_states` = 2; got 2."),
     ]
     labels = graph.labels.copy()
     labels[0] = 2
@@ -346,7 +412,9 @@ def test_not_fitted_and_bad_arguments(seed):
         model.predict(RelationalGraph(np.ones((3, 2)), [[0, 1]]))
     with pytest.raises(ValueError, match=re.escape("`graph.edge_types` must be < 1 (relations seen in fit); got 1.")):
         model.predict(RelationalGraph(np.ones((3, 3)), [[0, 1]], edge_types=[1]))
-    with pytest.raises(ValueError, match=re.escape("`graph.labels` must be < 3 (the model's classes) or -1; got 5.")):
+    with pytest.raises(
+        ValueError, match=re.escape("`graph.labels` must be < 3 (the model's `n_states_`) or -1; got 5.")
+    ):
         model.predict_marginals(RelationalGraph(np.ones((3, 3)), [[0, 1]], labels=[5, -1, -1]))
     with pytest.raises(TypeError, match=re.escape("`graph` must be a RelationalGraph")):
         model.predict(np.ones((3, 3)))

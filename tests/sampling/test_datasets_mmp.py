@@ -1,21 +1,12 @@
-"""The data sets of the adaptive-MMP experiments (Lampert 2012, Sec. 4): yeast + its CRF, inpainting models."""
+"""The data sets of the adaptive-MMP experiments (Lampert 2012, Sec. 4): yeast and the inpainting models (the yeast
+CRF is tested in tests/crf/test_multilabel.py)."""
 
 import numpy as np
 import pytest
-from scipy.optimize import check_grad
 
 from tractable import TableFactor
 from tractable.datasets.inpainting import Inpainting, inpainting
-from tractable.datasets.yeast import (
-    YEAST_N_TRAIN,
-    MultiLabelCRF,
-    _objective,
-    _stats,
-    _stats_direct,
-    load_yeast,
-    yeast_split,
-)
-from tractable.exact import enumerate_marginals
+from tractable.datasets.yeast import YEAST_N_TRAIN, load_yeast, yeast_split
 
 
 # ----------------------------------------------------------------------------- yeast data
@@ -38,95 +29,6 @@ def test_yeast_split_is_the_papers():
     assert X_test.shape == (917, 103) and Y_test.shape == (917, 14)
     X, _ = load_yeast()
     np.testing.assert_array_equal(np.concatenate([X_train, X_test]), X)
-
-
-# ----------------------------------------------------------------------------- CRF cores
-@pytest.mark.parametrize("n_labels", [1, 2, 5, 14])
-def test_two_block_enumeration_matches_direct(seed, n_labels):
-    rng = np.random.default_rng(seed)
-    U = 2.0 * rng.standard_normal((7, n_labels))
-    eta = 1.5 * rng.standard_normal(n_labels * (n_labels - 1) // 2)
-    for a, b in zip(_stats(U, eta), _stats_direct(U, eta)):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
-
-
-def test_two_block_falls_back_when_cross_terms_are_huge(seed):
-    rng = np.random.default_rng(seed)
-    U = rng.standard_normal((3, 6))
-    eta = 100.0 * rng.standard_normal(15)  # cross-block scores span far more than _MAX_CROSS_RANGE
-    for a, b in zip(_stats(U, eta), _stats_direct(U, eta)):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
-
-
-def test_gradient_matches_finite_differences(seed):
-    rng = np.random.default_rng(seed)
-    X_train, _, Y_train, _ = yeast_split()
-    rows = rng.choice(len(X_train), size=12, replace=False)
-    Xs = X_train[rows, :5]
-    Xs = (Xs - Xs.mean(axis=0)) / Xs.std(axis=0)
-    Y = Y_train[rows, :6].astype(np.float64)
-    L, D = Y.shape[1], Xs.shape[1]
-    theta = 0.3 * rng.standard_normal(L * D + L + L * (L - 1) // 2)
-
-    def f(t):
-        return _objective(t, Xs, Y, 0.7)[0]
-
-    def g(t):
-        return _objective(t, Xs, Y, 0.7)[1]
-
-    assert check_grad(f, g, theta, epsilon=1e-6) < 1e-5 * max(1.0, np.linalg.norm(g(theta)))
-    # the two-block objective equals the direct one
-    f_direct, g_direct = _objective(theta, Xs, Y, 0.7, stats=_stats_direct)
-    assert f(theta) == pytest.approx(f_direct, rel=1e-12)
-    np.testing.assert_allclose(g(theta), g_direct, rtol=1e-9, atol=1e-12)
-
-
-@pytest.fixture(scope="module")
-def small_crf():
-    X_train, _, Y_train, _ = yeast_split()
-    return MultiLabelCRF(l2=0.1).fit(X_train[:300], Y_train[:300])
-
-
-def test_exact_marginals_match_enumeration_of_the_factor_graph(small_crf):
-    _, X_test, _, _ = yeast_split()
-    P = small_crf.exact_marginals(X_test[:4])
-    assert P.shape == (4, 14)
-    for n in range(4):
-        fg = small_crf.factor_graph(X_test[n])
-        assert fg.n_variables == 14 and len(fg.factors) == 14 + 91
-        assert all(isinstance(f, TableFactor) for f in fg.factors)
-        np.testing.assert_allclose(enumerate_marginals(fg).marginals[:, 1], P[n], atol=1e-10)
-    np.testing.assert_array_equal(small_crf.predict(X_test[:4]), (P > 0.5).astype(np.uint8))
-
-
-def test_fit_improves_log_likelihood_and_is_deterministic():
-    X_train, _, Y_train, _ = yeast_split()
-    X, Y = X_train[:200], Y_train[:200]
-    crf = MultiLabelCRF(l2=0.1).fit(X, Y)
-    assert crf.converged_
-    start = MultiLabelCRF(l2=0.1, max_iter=1)
-    with pytest.warns(Warning):
-        start.fit(X, Y)
-    assert crf.log_likelihood(X, Y) > start.log_likelihood(X, Y) + 0.5
-    again = MultiLabelCRF(l2=0.1).fit(X, Y)
-    np.testing.assert_array_equal(crf.coef_, again.coef_)
-    np.testing.assert_array_equal(crf.pairwise_, again.pairwise_)
-    # stronger regularization: smaller weights, marginals nearer the label frequencies
-    strong = MultiLabelCRF(l2=10.0).fit(X, Y)
-    assert np.linalg.norm(strong.coef_) < np.linalg.norm(crf.coef_)
-
-
-def test_crf_argument_checks(small_crf):
-    with pytest.raises(ValueError, match="l2"):
-        MultiLabelCRF(l2=-1.0)
-    with pytest.raises(ValueError, match="not fitted"):
-        MultiLabelCRF().exact_marginals(np.zeros((1, 103)))
-    with pytest.raises(ValueError, match="features"):
-        small_crf.exact_marginals(np.zeros((1, 5)))
-    with pytest.raises(ValueError, match="only 0 and 1"):
-        MultiLabelCRF().fit(np.zeros((3, 2)), np.full((3, 2), 2))
-    with pytest.raises(ValueError, match="one input row"):
-        small_crf.factor_graph(np.zeros((2, 103)))
 
 
 # ----------------------------------------------------------------------------- inpainting

@@ -1,7 +1,8 @@
 """Belief-propagation messages of recursive cardinality factors (Tarlow et al. 2012, Sec. 5).
 
 A :class:`~tractable.factorgraph.RecursiveCardinalityFactor` over ``D`` binary variables keeps the
-binary count tree aligned with its nested subsets (built once, at construction). Its ``D`` outgoing
+binary count tree aligned with its nested subsets (:mod:`tractable._count_tree`, built once, at
+construction). Its ``D`` outgoing
 messages come from one pass up and one pass down that tree with the incoming messages as the leaves'
 log weights: the message into leaf ``d`` from above is, by exactness of belief propagation on a tree,
 ``sum`` (or ``max``) over the other variables of the factor times their incoming messages with
@@ -45,7 +46,7 @@ def _no_mass() -> ZeroPartitionError:
 @dataclass(frozen=True)
 class _RecursiveGroup:
     edges: tuple  # per factor: (D,) edge ids in the order of its variables
-    structures: tuple  # per factor: its cardinality.recursive._Structure
+    structures: tuple  # per factor: its count tree (tractable._count_tree.CountTree)
 
 
 @njit

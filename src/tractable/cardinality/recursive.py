@@ -6,172 +6,28 @@ aligned with the subsets (Sec. 5.2): every subset is an internal node whose pote
 potential on its count, and sum-product (or max-product) runs on that tree.
 
 The structure (subsets, count potentials and the tree built from them) is checked and built once
-into a frozen :class:`_Structure`; a model is that structure plus the unary scores it is evaluated
-with, and :meth:`RecursiveCardinalityModel.with_unary` evaluates the same structure with other
-unary scores without rebuilding it.
+into a frozen :class:`tractable._count_tree.CountTree`, the count tree of the model layer that
+:class:`tractable.factorgraph.RecursiveCardinalityFactor` keeps too; a model is that structure plus
+the unary scores it is evaluated with, and :meth:`RecursiveCardinalityModel.with_unary` evaluates the
+same structure with other unary scores without rebuilding it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 
+from .._count_tree import CountTree, build_structure, validate_structure
 from .._random import streams
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
-from .._validate import as_binary_assignment, as_float_array, as_index_array, check_int, check_memory, check_rng
+from .._validate import as_binary_assignment, as_float_array, check_int, check_rng
 from ._kernels import sample_descent
 from ._result import CardinalityMarginals, exact_result
-from ._tree import (
-    NO_CONFIGURATION,
-    BinaryTree,
-    backtrack_max,
-    downward,
-    finish_tree,
-    flat_messages,
-    internal_order,
-    upward,
-    upward_max,
-)
+from ._tree import NO_CONFIGURATION, backtrack_max, downward, flat_messages, internal_order, upward, upward_max
 from .convolution_tree import _validate_options
 
 __all__ = ["RecursiveCardinalityModel"]
-
-
-@dataclass(frozen=True, eq=False)
-class _Structure:
-    """The unary-independent part of a model, built once (read-only arrays, immutable containers)."""
-
-    n_variables: int
-    subsets: tuple  # sorted index arrays
-    count_potentials: tuple
-    tree: BinaryTree
-    node_of_subset: tuple  # tree node of each subset (identical subsets share one)
-    leaf_potentials: np.ndarray  # (n, 2): potentials of singleton subsets, folded into the leaves
-    potentials_by_height: MappingProxyType  # {height: (n_h, w_h) log potentials of internal nodes}
-
-
-#: a lower bound of the bytes the model's structure holds per variable (it refuses only the hopeless)
-_BYTES_PER_VARIABLE = 64
-
-
-def _validate_structure(n_variables, subsets, count_potentials):
-    """Check the structure arguments; return ``(n, subsets, count_potentials)`` as read-only arrays."""
-    n = check_int(n_variables, "n_variables", minimum=1)
-    # the structure keeps a few int64 / float64 arrays per variable (unary, leaf order, count tree)
-    check_memory(n, _BYTES_PER_VARIABLE, "n_variables", "variables")
-    if isinstance(subsets, np.ndarray) and subsets.ndim == 2:
-        subsets = list(subsets)
-    try:
-        subsets = list(subsets)
-        count_potentials = list(count_potentials)
-    except TypeError as err:
-        raise TypeError("`subsets` and `count_potentials` must be sequences.") from err
-    if len(subsets) != len(count_potentials):
-        raise ValueError(
-            f"`count_potentials` must have one entry per subset ({len(subsets)}); got {len(count_potentials)}."
-        )
-    subs = []
-    pots = []
-    for i, (s, f) in enumerate(zip(subsets, count_potentials)):
-        idx = as_index_array(s, f"subsets[{i}]", size=n)
-        if idx.size == 0:
-            raise ValueError(f"`subsets[{i}]` must not be empty.")
-        if np.unique(idx).size != idx.size:
-            raise ValueError(f"`subsets[{i}]` must not repeat a variable; got {idx.tolist()}.")
-        f = as_float_array(f, f"count_potentials[{i}]", ndim=1)
-        if f.shape[0] != idx.size + 1:
-            raise ValueError(
-                f"`count_potentials[{i}]` must have len(subsets[{i}]) + 1 = {idx.size + 1} entries; got {f.shape[0]}."
-            )
-        if not np.any(f > -np.inf):
-            raise ValueError(f"`count_potentials[{i}]` is -inf at every count: {NO_CONFIGURATION}.")
-        idx = np.sort(idx)
-        idx.flags.writeable = False
-        f.flags.writeable = False
-        subs.append(idx)
-        pots.append(f)
-    return n, tuple(subs), tuple(pots)
-
-
-def _build_structure(n: int, subs: tuple, pots: tuple) -> _Structure:
-    """Align a binary count tree with the validated nested subsets (rejecting non-nested ones)."""
-    order = sorted(range(len(subs)), key=lambda i: -subs[i].size)
-    owner = np.full(n, -1)
-    parent = {}
-    canonical = {}  # identical subsets map to the first one
-    for i in order:
-        s = subs[i]
-        own = np.unique(owner[s])
-        if own.size == 1 and own[0] >= 0 and subs[own[0]].size == s.size:
-            canonical[i] = canonical.get(int(own[0]), int(own[0]))
-            continue
-        if own.size > 1:
-            for a in own:
-                if a >= 0 and not np.isin(s, subs[a]).all():
-                    a = canonical.get(int(a), int(a))
-                    raise ValueError(
-                        f"`subsets` must be nested (any two disjoint or one inside the other); "
-                        f"subsets[{min(a, i)}] and subsets[{max(a, i)}] overlap without one "
-                        f"containing the other."
-                    )
-        canonical[i] = i
-        parent[i] = int(own[0])
-        owner[s] = i
-    reps = [i for i in order if canonical[i] == i]
-    children = {i: [] for i in reps}
-    children[-1] = []
-    for i in reps:
-        children[parent[i]].append(("s", i))
-    for d in range(n):
-        children[int(owner[d])].append(("v", d))
-    # bottom-up: smallest subsets first, then the top group
-    node_of = {}
-    lefts: list = []
-    rights: list = []
-    next_id = [n]
-
-    def combine(items):
-        ids = [node_of[x[1]] if x[0] == "s" else x[1] for x in items]
-        while len(ids) > 1:
-            new = []
-            for k in range(0, len(ids) - 1, 2):
-                lefts.append(ids[k])
-                rights.append(ids[k + 1])
-                new.append(next_id[0])
-                next_id[0] += 1
-            if len(ids) % 2:
-                new.append(ids[-1])
-            ids = new
-        return ids[0]
-
-    for i in reversed(reps):
-        node_of[i] = combine(children[i])
-    pot_sum = {}
-    for i in range(len(subs)):
-        v = node_of[canonical[i]]
-        pot_sum[v] = pot_sum.get(v, 0.0) + pots[i]
-    root = combine(children[-1])
-    tree = finish_tree(n, [np.array(lefts, dtype=np.int64)], [np.array(rights, dtype=np.int64)])
-    assert tree.root == root or n == 1
-    # leaf potentials fold into the leaf log weights; the others go per height
-    leaf = np.zeros((n, 2))
-    pots_h: dict = {}
-    for v, f in pot_sum.items():
-        if v < n:
-            leaf[v] += f
-            continue
-        h = int(tree.height[v])
-        if h not in pots_h:
-            pots_h[h] = np.zeros((tree.levels[h].shape[0], tree.widths[h]))
-        pots_h[h][tree.row[v], : f.shape[0]] = f
-    for arr in (leaf, *pots_h.values()):
-        arr.flags.writeable = False
-    return _Structure(
-        n, subs, pots, tree, tuple(node_of[canonical[i]] for i in range(len(subs))), leaf, MappingProxyType(pots_h)
-    )
 
 
 def _validate_unary(unary, n: int) -> np.ndarray:
@@ -182,7 +38,7 @@ def _validate_unary(unary, n: int) -> np.ndarray:
     return theta
 
 
-def _leaf_log_weights(structure: _Structure, unary: np.ndarray) -> np.ndarray:
+def _leaf_log_weights(structure: CountTree, unary: np.ndarray) -> np.ndarray:
     """(n, 2) log weights of y_d = 0 / 1: the unary scores (``+inf`` clamps on) plus the singleton
     subsets' potentials."""
     logw = np.zeros((structure.n_variables, 2))
@@ -253,11 +109,11 @@ class RecursiveCardinalityModel:
         self, n_variables, subsets, count_potentials, unary=None, *, method: str = "auto", crossover: int | None = None
     ):
         crossover = _validate_options(method, crossover)
-        n, subs, pots = _validate_structure(n_variables, subsets, count_potentials)
-        structure = _build_structure(n, subs, pots)
+        n, subs, pots = validate_structure(n_variables, subsets, count_potentials)
+        structure = build_structure(n, subs, pots)
         self._init(structure, _validate_unary(unary, n), method, crossover)
 
-    def _init(self, structure: _Structure, unary: np.ndarray, method: str, crossover: int) -> None:
+    def _init(self, structure: CountTree, unary: np.ndarray, method: str, crossover: int) -> None:
         self._structure = structure
         self._unary = unary
         self._method = method

@@ -50,9 +50,13 @@ def _run(args) -> int:
         for path in (args.program,):
             if not os.path.isfile(path):
                 raise OSError(f"file not found: {path}")
-        with warnings.catch_warnings(record=True):
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model = Model.from_json(args.program, split=args.split, database=args.database)
+        for w in caught:  # options PSL has and we do not are reprinted after grounding; the rest here
+            text = str(w.message).splitlines()[0] if str(w.message) else w.category.__name__
+            if "ignored" not in text.lower():
+                print(f"tractable psl: warning: {text}", file=sys.stderr)
     else:
         for path in (args.program, args.data):
             if not os.path.isfile(path):

@@ -1,4 +1,4 @@
-"""Tree CRFs with fixed and with evidence-specific structure (Chechetka & Guestrin 2010).
+"""Conditional random fields over label vectors, learned exactly (Chechetka & Guestrin 2010; Lampert 2012).
 
 * :func:`chow_liu_tree`: the Chow-Liu tree of the label columns (maximum spanning tree of the
   empirical mutual information).
@@ -10,14 +10,22 @@
 * :class:`RelationalGraph`, :class:`RelationalESSCRF` (Sec. 5, Alg. 4): entities with features and
   typed links; a spanning forest of the link graph per evidence, chosen by a templated conditional
   Chow-Liu, with template weights shared per relation; known labels clamped at test time.
+* :class:`MultiLabelCRF`: the fully connected pairwise CRF over binary labels of Lampert (2012,
+  Sec. 4.1), exact by enumerating the ``2**L`` label vectors.
 
-Both CRFs are scikit-learn estimators (``fit(E, Y)``, ``predict(E, method="map" | "max_marginal")``,
-``predict_marginals(E)`` / ``predict_proba(E)`` of shape ``(n, N, k)``, ``score(E, Y)`` = mean
-conditional log-likelihood). Their weights are learned exactly: L-BFGS on the concave conditional
-log-likelihood with the exact gradient from tree marginals (:func:`tractable.bp.tree_marginals_batch`).
+All are scikit-learn estimators with one grammar (``docs/crf.md``): options keyword-only; ``C`` the
+inverse L2 regularization strength, as in scikit-learn's ``LogisticRegression`` (``fit`` minimizes
+``-sum log p + ||w||^2 / (2 C)``); ``n_states`` labels per variable; ``converged_`` and ``n_iter_`` after
+``fit``, a :class:`tractable.ConvergenceWarning` when it did not converge. The CRFs predict with
+``predict(E, *, method="map" | "max_marginal")`` (int64), ``predict_marginals(E)`` / ``predict_proba(E)``
+of shape ``(n_samples, N, k)`` (``(n_samples, L, 2)`` for binary labels, ``[..., 1]`` = ``P(y = 1)``),
+``log_likelihood(E, Y)`` of shape ``(n_samples,)`` and ``score(E, Y)`` its mean (for the relational
+model a sample is a graph). Their weights are learned exactly: L-BFGS on the concave conditional
+log-likelihood with the exact gradient from exact marginals (trees: :func:`tractable.bp.tree_marginals_batch`).
 """
 
 from .chow_liu import ConditionalChowLiu, chow_liu_tree
+from .multilabel import MultiLabelCRF
 from .relational import RelationalESSCRF, RelationalGraph
 from .tree_crf import ESSCRF, METHODS, TreeCRF
 
@@ -25,6 +33,7 @@ __all__ = [
     "ConditionalChowLiu",
     "ESSCRF",
     "METHODS",
+    "MultiLabelCRF",
     "RelationalESSCRF",
     "RelationalGraph",
     "TreeCRF",

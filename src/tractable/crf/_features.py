@@ -1,4 +1,5 @@
-"""Argument checks and the evidence feature map shared by the CRFs and the structure learners.
+"""Argument checks, the evidence feature map and the L-BFGS outcome shared by the CRFs and the structure
+learners (one set of messages for every estimator of :mod:`tractable.crf`).
 
 Every feature of the propositional CRFs is an indicator of the labels times one evidence feature
 vector ``phi(E)`` (the logistic-regression style of Chechetka & Guestrin 2010, Eq. 9):
@@ -19,9 +20,62 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._results import ERROR, MAX_ITER_REACHED, stop_message, warn_stopped
 from .._validate import _describe, as_float_array
 
-__all__ = ["EvidenceMap", "check_evidence", "check_labels", "check_n_states", "check_rows", "one_blas_thread"]
+__all__ = [
+    "EvidenceMap",
+    "check_C",
+    "check_evidence",
+    "check_labels",
+    "check_max_iter",
+    "check_n_states",
+    "check_no_y",
+    "check_rows",
+    "check_tol",
+    "lbfgs_outcome",
+    "one_blas_thread",
+]
+
+
+def check_C(C, name: str = "C") -> float:
+    """The inverse regularization strength: a finite number > 0."""
+    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not (0 < C < np.inf):
+        raise ValueError(f"`{name}` must be a finite number > 0; got {_describe(C)}.")
+    return float(C)
+
+
+def check_max_iter(value, name: str = "max_iter") -> int:
+    """An iteration budget: an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"`{name}` must be an integer >= 1; got {_describe(value)}.")
+    return int(value)
+
+
+def check_tol(tol, name: str = "tol") -> float:
+    """A convergence tolerance: a finite number > 0."""
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 < tol < np.inf):
+        raise ValueError(f"`{name}` must be a finite number > 0; got {_describe(tol)}.")
+    return float(tol)
+
+
+def check_no_y(y, method: str) -> None:
+    """``y`` of a relational estimator's ``fit`` / ``score``: accepted for scikit-learn, must be None (the
+    labels are part of the graphs)."""
+    if y is not None:
+        raise ValueError(f"`y` must be None ({method} reads the labels of the graphs); got {_describe(y)}.")
+
+
+def lbfgs_outcome(res, what: str, *, stacklevel: int = 4) -> tuple[bool, int]:
+    """``(converged, n_iter)`` of a scipy L-BFGS-B result; issues the library's ConvergenceWarning when it
+    did not converge (``what`` names the fit in the message, e.g. ``"TreeCRF: L-BFGS-B"``)."""
+    converged = bool(res.status == 0)
+    n_iter = int(res.nit)
+    if not converged:
+        status = MAX_ITER_REACHED if res.status == 1 else ERROR
+        detail = f"{res.message}; raise `max_iter` or `tol`"
+        warn_stopped(stop_message(status, what, n_iter, detail), stacklevel=stacklevel)
+    return converged, n_iter
 
 
 def check_evidence(E, name: str = "E", *, n_features: int | None = None) -> np.ndarray:

@@ -25,14 +25,18 @@ from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
+from .._results import ERROR, MAX_ITER_REACHED, stop_message, warn_stopped
 from .._validate import _describe
 from ._features import (
     EvidenceMap,
+    check_C,
     check_evidence,
     check_features,
     check_labels,
+    check_max_iter,
     check_n_states,
     check_rows,
+    check_tol,
     one_blas_thread,
 )
 
@@ -109,6 +113,21 @@ def chow_liu_tree(Y, *, n_states=None) -> np.ndarray:
     return pairs[chosen]
 
 
+def _fit_recording_convergence(lr: LogisticRegression, phi: np.ndarray, joint: np.ndarray) -> bool:
+    """Fit ``lr``; True when it converged. scikit-learn's ConvergenceWarning is recorded, not shown (the
+    caller issues one :class:`tractable.ConvergenceWarning` for all edges); any other warning passes on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", _SklearnConvergenceWarning)
+        lr.fit(phi, joint)
+    converged = True
+    for w in caught:
+        if issubclass(w.category, _SklearnConvergenceWarning):
+            converged = False
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return converged
+
+
 class _ConstantJoint:
     """Stands in for a logistic regression when one joint label is all the training data shows."""
 
@@ -126,12 +145,14 @@ class ConditionalChowLiu(BaseEstimator):
     Parameters
     ----------
     C : float, default 1.0
-        Inverse L2 regularization strength of the edge logistic regressions (scikit-learn's ``C``).
-        It sets how far structures move from the Chow-Liu tree: as ``C -> 0`` every estimate tends to
-        the training frequencies and every structure to the (evidence-free) Chow-Liu tree. Noisy
-        estimates give noisy structures, so many evidence features call for a small ``C`` (on yeast,
-        103 features and 1200 rows, ``C`` in 0.001-0.01 gives ESS-CRFs a validation log-likelihood
-        0.3-0.4 nats per example above ``C = 1``; ``benchmarks/ess_crf.py``).
+        Inverse L2 regularization strength of the edge logistic regressions (scikit-learn's ``C``): each
+        minimizes ``-sum_r log P(y_ri, y_rj | E_r) + ||w||^2 / (2 C)`` over its weights ``w`` (the
+        intercepts are not penalized), which is ``LogisticRegression``'s ``||w||^2 / 2 + C * loss``
+        divided by ``C``. It sets how far structures move from the Chow-Liu tree: as ``C -> 0`` every
+        estimate tends to the training frequencies and every structure to the (evidence-free) Chow-Liu
+        tree. Noisy estimates give noisy structures, so many evidence features call for a small ``C`` (on
+        yeast, 103 features and 1200 rows, ``C`` in 0.001-0.01 gives ESS-CRFs a validation
+        log-likelihood 0.3-0.4 nats per example above ``C = 1``; ``benchmarks/ess_crf.py``).
     min_edge_frequency : float in [0, 1], default 0.0
         Sec. 6.1: an edge may be chosen at test time only when it was chosen in at least this
         fraction of the training examples' structures. ``0`` is the unregularized Alg. 3 (every
@@ -143,6 +164,8 @@ class ConditionalChowLiu(BaseEstimator):
         ``E`` standardized with the training mean and standard deviation.
     max_iter : int, default 1000
         Iteration budget of each logistic regression (lbfgs).
+    tol : float, default 1e-4
+        Tolerance of each logistic regression (scikit-learn's ``tol``).
 
     Attributes
     ----------
@@ -156,24 +179,29 @@ class ConditionalChowLiu(BaseEstimator):
     allowed_edges_ : ndarray of shape (M,), bool
         Candidates that may be chosen (``edge_frequency_ >= min_edge_frequency``).
     n_labels_, n_states_, n_features_in_ : int
+    n_iter_ : int
+        The most iterations any edge's logistic regression ran.
+    converged_ : bool
+        Whether every edge's logistic regression converged; when one did not, ``fit`` issued a
+        :class:`tractable.ConvergenceWarning` naming how many (scikit-learn's own warnings are recorded
+        here instead of shown).
     """
 
-    def __init__(self, *, C=1.0, min_edge_frequency=0.0, n_states=None, features=None, max_iter=1000):
+    def __init__(self, *, C=1.0, min_edge_frequency=0.0, n_states=None, features=None, max_iter=1000, tol=1e-4):
         self.C = C
         self.min_edge_frequency = min_edge_frequency
         self.n_states = n_states
         self.features = features
         self.max_iter = max_iter
+        self.tol = tol
 
     def _check_params(self) -> None:
-        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not (0 < self.C < np.inf):
-            raise ValueError(f"`C` must be a finite number > 0; got {_describe(self.C)}.")
+        check_C(self.C)
         f = self.min_edge_frequency
         if isinstance(f, bool) or not isinstance(f, numbers.Real) or not (0 <= f <= 1):
             raise ValueError(f"`min_edge_frequency` must be a number in [0, 1]; got {_describe(f)}.")
-        m = self.max_iter
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
-            raise ValueError(f"`max_iter` must be an integer >= 1; got {_describe(m)}.")
+        check_max_iter(self.max_iter)
+        check_tol(self.tol)
         check_n_states(self.n_states)
         check_features(self.features)
 
@@ -203,16 +231,28 @@ class ConditionalChowLiu(BaseEstimator):
         phi = self.feature_map_.transform(E)
         self.candidate_edges_ = _all_pairs(N)
         self.estimators_ = []
-        with one_blas_thread(), warnings.catch_warnings():
-            warnings.simplefilter("ignore", _SklearnConvergenceWarning)
+        n_iter, failed = 0, 0
+        with one_blas_thread():
             for i, j in self.candidate_edges_.tolist():
                 joint = Y[:, i] * k + Y[:, j]
                 labels = np.unique(joint)
                 if len(labels) == 1:
                     self.estimators_.append(_ConstantJoint(int(labels[0])))
-                else:
-                    lr = LogisticRegression(C=float(self.C), max_iter=int(self.max_iter))
-                    self.estimators_.append(lr.fit(phi, joint))
+                    continue
+                lr = LogisticRegression(C=float(self.C), max_iter=int(self.max_iter), tol=float(self.tol))
+                converged = _fit_recording_convergence(lr, phi, joint)
+                self.estimators_.append(lr)
+                n_iter = max(n_iter, int(np.max(lr.n_iter_)))
+                failed += not converged
+        self.n_iter_ = n_iter
+        self.converged_ = failed == 0
+        if failed:
+            detail = (
+                f"{failed} of {len(self.candidate_edges_)} edge logistic regressions did not converge; "
+                "raise `max_iter` or `tol`, or lower `C`"
+            )
+            status = MAX_ITER_REACHED if n_iter >= self.max_iter else ERROR
+            warn_stopped(stop_message(status, "ConditionalChowLiu: lbfgs", n_iter, detail))
         self.allowed_edges_ = np.ones(len(self.candidate_edges_), dtype=bool)
         chosen = self._choose(phi)
         counts = np.zeros(len(self.candidate_edges_))

@@ -24,8 +24,10 @@ is the maximum spanning forest of the link graph under these weights (``scipy.sp
 Weights: exact L-BFGS on the conditional log-likelihood of the known labels, the unknown ones
 marginalized (the semi-supervised FACES setting): on a forest ``log p(y_known | E) = log Z(known
 labels clamped) - log Z(free)``, both by exact tree sum-product (:func:`tractable.bp.tree_marginals`),
-and the gradient is the difference of the clamped and free marginals (Eq. 12). L2 regularization as
-scikit-learn's logistic regression: minimize ``0.5 ||w||^2 + C * NLL`` (intercepts unpenalized).
+and the gradient is the difference of the clamped and free marginals (Eq. 12). ``C`` is the inverse
+L2 regularization strength, as in scikit-learn's logistic regression: the objective is
+``-sum_graphs log p(known labels | E) + ||w||^2 / (2 C)`` (intercepts unpenalized), which L-BFGS
+minimizes in scikit-learn's form ``0.5 ||w||^2 + C * NLL`` (the same minimizer).
 Prediction conditions on the known labels, which are evidence at test time: a link with a known end
 becomes a unary term of its other end (it closes no cycle of the conditional model), so prediction uses
 *every* such link plus the maximum spanning forest of the links between entities of unknown label, and
@@ -44,11 +46,11 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from tractable._logspace import logsumexp
-from tractable._results import ConvergenceWarning
-from tractable._validate import as_float_array, as_index_array, check_choice, check_int, check_positive
-from tractable.bp import tree_map, tree_marginals_batch
-from tractable.bp.tree import CompiledForest, forest_marginals
+from .._logspace import logsumexp
+from .._validate import as_float_array, as_index_array, check_choice, resolve_method
+from ..bp import tree_map, tree_marginals_batch
+from ..bp.tree import CompiledForest, forest_marginals
+from ._features import check_C, check_max_iter, check_n_states, check_no_y, check_tol, lbfgs_outcome
 
 __all__ = ["PAIR_FEATURES", "RelationalESSCRF", "RelationalGraph"]
 
@@ -409,6 +411,8 @@ class _CRFProblem:
 
 
 def _lbfgs(problem, theta0: np.ndarray, max_iter: int, tol: float, what: str):
+    """``(theta, n_iter, objective, converged)``; a ConvergenceWarning (at the caller of ``fit``) when it
+    did not converge."""
     res = minimize(
         problem.value_and_grad,
         theta0,
@@ -416,14 +420,33 @@ def _lbfgs(problem, theta0: np.ndarray, max_iter: int, tol: float, what: str):
         method="L-BFGS-B",
         options={"maxiter": max_iter, "gtol": tol, "ftol": 64 * np.finfo(float).eps},
     )
-    if not res.success:
-        warnings.warn(
-            f"RelationalESSCRF: L-BFGS on the {what} stopped after {res.nit} iterations before converging "
-            f"({res.message}); raise `max_iter` or `tol`.",
-            ConvergenceWarning,
-            stacklevel=3,
+    converged, n_iter = lbfgs_outcome(res, f"RelationalESSCRF: L-BFGS-B on the {what}", stacklevel=5)
+    return res.x, n_iter, float(res.fun), converged
+
+
+def _graph_list(graph_or_list) -> list:
+    """``graph_or_list`` as a non-empty list of RelationalGraph (a TypeError naming it otherwise)."""
+    graphs = [graph_or_list] if isinstance(graph_or_list, RelationalGraph) else graph_or_list
+    if not isinstance(graphs, (list, tuple)) or not graphs:
+        raise TypeError(
+            f"`graph_or_list` must be a RelationalGraph or a non-empty list of them; got {_describe(graph_or_list)}."
         )
-    return res.x, int(res.nit), float(res.fun)
+    return list(graphs)
+
+
+def _predict_map(s: np.ndarray, forest_edges: np.ndarray, psi: np.ndarray) -> np.ndarray:
+    """The jointly most probable labelling (exact max-product on the forest)."""
+    return np.array(tree_map(s, forest_edges, psi).assignment, dtype=np.int64)
+
+
+def _predict_max_marginal(s: np.ndarray, forest_edges: np.ndarray, psi: np.ndarray) -> np.ndarray:
+    """Each entity's most probable label under its exact marginal."""
+    marginals = tree_marginals_batch(s[None], [forest_edges], [psi]).marginals[0]
+    return np.argmax(np.asarray(marginals), axis=1).astype(np.int64)
+
+
+#: ``predict(graph, method=...)``, as the propositional CRFs' ``METHODS``
+_METHODS = {"map": _predict_map, "max_marginal": _predict_max_marginal}
 
 
 # --------------------------------------------------------------------------- estimator
@@ -433,31 +456,41 @@ class RelationalESSCRF(BaseEstimator):
     Parameters
     ----------
     C : float, default 1.0
-        Inverse L2 regularization strength of the CRF weights, as in scikit-learn: the objective is
-        ``0.5 ||w||^2 + C * (negative conditional log-likelihood of the known labels)``.
+        Inverse L2 regularization strength of the CRF weights, as scikit-learn's ``LogisticRegression``:
+        ``fit`` minimizes ``-sum_graphs log p(known labels | E) + ||w||^2 / (2 C)`` over the weights ``w``
+        (unary weights and pair templates; the intercepts are not penalized). L-BFGS runs on ``C`` times
+        that, ``0.5 ||w||^2 + C * NLL`` (scikit-learn's form, the same minimizer). Smaller is stronger.
     structure_C : float, default 1.0
-        The same for the template model of ``P(y_u, y_v | E)`` that scores the links.
+        The same for the template model of ``P(y_u, y_v | E)`` that scores the links, whose likelihood is
+        that of the links' known ends (an unknown end marginalized).
     pair_features : {"cosine", "none"}, default "cosine"
         Features of a link that multiply the ``k x k`` pair templates: ``[1, cos(x_u, x_v)]`` or ``[1]``.
+    n_states : int, optional
+        Number of labels ``k`` (each entity's label is one of ``0 .. k-1``); by default
+        ``max(2, max(known labels) + 1)`` of the training graphs.
     n_classes : int, optional
-        Number of labels ``k``; by default ``max(known labels) + 1`` of the training graphs.
+        Deprecated alias of ``n_states`` (a ``DeprecationWarning`` in ``fit``); removed in the next release.
     max_iter : int, default 500
         L-BFGS iteration budget of each of the two fits (structure model, CRF).
     tol : float, default 1e-4
-        L-BFGS tolerance on the largest gradient entry.
+        L-BFGS tolerance on the largest gradient entry (``gtol``) of the objective in scikit-learn's form.
 
     Attributes
     ----------
-    n_classes_, n_features_in_, n_relations_ : int
-    coef_ : ndarray of shape (n_classes_, n_features_in_)
+    n_states_, n_features_in_, n_relations_ : int
+    coef_ : ndarray of shape (n_states_, n_features_in_)
         Unary weights (label x features), shared by all entities.
-    intercept_ : ndarray of shape (n_classes_,)
-    pairwise_ : ndarray of shape (n_relations_, G, n_classes_, n_classes_)
+    intercept_ : ndarray of shape (n_states_,)
+    pairwise_ : ndarray of shape (n_relations_, G, n_states_, n_states_)
         Symmetric pair templates per relation and pair feature (``G = 2`` for ``"cosine"``, else 1).
     structure_coef_, structure_intercept_, structure_pairwise_
         The same for the template model that chooses the structure.
     n_iter_, structure_n_iter_ : int
-        L-BFGS iterations of the two fits.
+        L-BFGS iterations of the CRF fit and of the structure model's fit.
+    converged_, structure_converged_ : bool
+        Whether each fit met ``tol`` (otherwise it issued a :class:`tractable.ConvergenceWarning`).
+    objective_ : float
+        The CRF fit's final objective, in scikit-learn's form.
 
     Examples
     --------
@@ -470,30 +503,64 @@ class RelationalESSCRF(BaseEstimator):
     >>> model = RelationalESSCRF(C=1.0).fit(g)
     >>> model.predict(g).shape, model.predict_marginals(g).sum(axis=1).round(6).min()
     ((20,), np.float64(1.0))
+    >>> model.log_likelihood(g).shape, model.converged_
+    ((1,), True)
     """
 
-    def __init__(self, C=1.0, *, structure_C=1.0, pair_features="cosine", n_classes=None, max_iter=500, tol=1e-4):
+    def __init__(
+        self,
+        *,
+        C=1.0,
+        structure_C=1.0,
+        pair_features="cosine",
+        n_states=None,
+        n_classes=None,
+        max_iter=500,
+        tol=1e-4,
+    ):
         self.C = C
         self.structure_C = structure_C
         self.pair_features = pair_features
+        self.n_states = n_states
         self.n_classes = n_classes
         self.max_iter = max_iter
         self.tol = tol
 
-    # ---- checks
-    def _check_params(self):
-        check_positive(self.C, "C")
-        check_positive(self.structure_C, "structure_C")
-        check_choice(self.pair_features, "pair_features", PAIR_FEATURES)
-        if self.n_classes is not None:
-            check_int(self.n_classes, "n_classes", minimum=1)
-        check_int(self.max_iter, "max_iter", minimum=1)
-        check_positive(self.tol, "tol")
+    @property
+    def n_classes_(self) -> int:
+        """Deprecated alias of :attr:`n_states_` (removed in the next release)."""
+        warnings.warn("`RelationalESSCRF.n_classes_` is deprecated; use `n_states_`.", DeprecationWarning, stacklevel=2)
+        return self.n_states_
 
-    def _check_graph(self, graph, name: str = "graph") -> RelationalGraph:
+    # ---- checks
+    def _check_params(self) -> int | None:
+        """Check the parameters; return ``n_states`` (``n_classes`` converted, with its DeprecationWarning)."""
+        check_C(self.C)
+        check_C(self.structure_C, "structure_C")
+        check_choice(self.pair_features, "pair_features", PAIR_FEATURES)
+        n_states = check_n_states(self.n_states)
+        if self.n_classes is not None:
+            warnings.warn(
+                "`n_classes` is deprecated and will be removed in the next release; use `n_states` (same meaning).",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if n_states is not None:
+                raise ValueError(
+                    f"give `n_states` or the deprecated `n_classes`, not both; got n_states={self.n_states!r} "
+                    f"and n_classes={self.n_classes!r}."
+                )
+            n_states = check_n_states(self.n_classes, "n_classes")
+        check_max_iter(self.max_iter)
+        check_tol(self.tol)
+        return n_states
+
+    def _check_graph(self, graph, name: str = "graph", *, fitted: bool = True) -> RelationalGraph:
+        """``graph`` is a RelationalGraph and, for a fitted model (``fitted``), fits its features,
+        relations and labels."""
         if not isinstance(graph, RelationalGraph):
             raise TypeError(f"`{name}` must be a RelationalGraph; got {_describe(graph)}.")
-        if hasattr(self, "n_features_in_"):
+        if fitted:
             if graph.n_features != self.n_features_in_:
                 raise ValueError(
                     f"`{name}` has {graph.n_features} features per entity; the model was fitted with "
@@ -504,9 +571,9 @@ class RelationalESSCRF(BaseEstimator):
                     f"`{name}.edge_types` must be < {self.n_relations_} (relations seen in fit); "
                     f"got {int(graph.edge_types.max())}."
                 )
-            if graph.labels.max(initial=-1) >= self.n_classes_:
+            if graph.labels.max(initial=-1) >= self.n_states_:
                 raise ValueError(
-                    f"`{name}.labels` must be < {self.n_classes_} (the model's classes) or -1; "
+                    f"`{name}.labels` must be < {self.n_states_} (the model's `n_states_`) or -1; "
                     f"got {int(graph.labels.max())}."
                 )
         return graph
@@ -514,7 +581,7 @@ class RelationalESSCRF(BaseEstimator):
     # ---- structure
     def _layout(self) -> _Layout:
         g = 2 if self.pair_features == "cosine" else 1
-        return _Layout(self.n_classes_, self.n_features_in_, self.n_relations_, g)
+        return _Layout(self.n_states_, self.n_features_in_, self.n_relations_, g)
 
     def edge_information(self, graph: RelationalGraph) -> np.ndarray:
         """Mutual information (nats) of the estimated ``P(y_u, y_v | E)`` of every link of ``graph``, (E,)."""
@@ -569,31 +636,29 @@ class RelationalESSCRF(BaseEstimator):
         graph_or_list : RelationalGraph or sequence of RelationalGraph
             Training graphs; only their known labels (``>= 0``) enter the likelihood.
         y : None
-            Ignored (the labels are part of the graphs); present for scikit-learn compatibility.
+            Present for scikit-learn compatibility only: the labels are part of the graphs. Anything but
+            ``None`` is a ``ValueError``.
 
         Returns
         -------
         self
         """
-        self._check_params()
-        graphs = [graph_or_list] if isinstance(graph_or_list, RelationalGraph) else graph_or_list
-        if not isinstance(graphs, (list, tuple)) or not graphs:
-            raise TypeError(
-                "`graph_or_list` must be a RelationalGraph or a non-empty list of them; "
-                f"got {_describe(graph_or_list)}."
-            )
+        check_no_y(y, "fit")
+        n_states = self._check_params()
+        graphs = _graph_list(graph_or_list)
         for i, g in enumerate(graphs):
-            self._check_graph(g, f"graph_or_list[{i}]")
+            self._check_graph(g, f"graph_or_list[{i}]", fitted=False)
         nf = {g.n_features for g in graphs}
         if len(nf) > 1:
             raise ValueError(f"`graph_or_list` graphs must have the same number of features; got {sorted(nf)}.")
-        graph, _ = _union(list(graphs))
+        graph, _ = _union(graphs)
         if not graph.known.any():
             raise ValueError("`graph_or_list` has no known label (all labels are -1); nothing to learn from.")
         top = int(graph.labels.max())
-        if self.n_classes is not None and top >= self.n_classes:
-            raise ValueError(f"`graph_or_list` labels must be < `n_classes` = {self.n_classes}; got {top}.")
-        self.n_classes_ = int(self.n_classes) if self.n_classes is not None else top + 1
+        if n_states is not None and top >= n_states:
+            name = "n_states" if self.n_states is not None else "n_classes"
+            raise ValueError(f"`graph_or_list` labels must be < `{name}` = {n_states}; got {top}.")
+        self.n_states_ = n_states if n_states is not None else max(2, top + 1)
         self.n_features_in_ = graph.n_features
         self.n_relations_ = graph.n_relations
         layout = self._layout()
@@ -604,16 +669,18 @@ class RelationalESSCRF(BaseEstimator):
         pair = _PairProblem(graph, gfeat, layout, float(self.structure_C))
         theta = np.zeros(layout.size)
         if pair.e.shape[0]:
-            theta, self.structure_n_iter_, _ = _lbfgs(pair, theta, max_iter, tol, "structure model")
+            theta, self.structure_n_iter_, _, self.structure_converged_ = _lbfgs(
+                pair, theta, max_iter, tol, "structure model"
+            )
         else:
-            self.structure_n_iter_ = 0
+            self.structure_n_iter_, self.structure_converged_ = 0, True
         self.structure_coef_, self.structure_intercept_, self.structure_pairwise_ = (
             np.array(a) for a in layout.unpack(theta)
         )
         # 2. evidence-specific forest, then exact L-BFGS on the CRF (warm start: the structure model)
         forest = self._structure(graph, gfeat)
         crf = _CRFProblem(graph, forest, gfeat, layout, float(self.C))
-        theta, self.n_iter_, self.objective_ = _lbfgs(crf, theta, max_iter, tol, "CRF likelihood")
+        theta, self.n_iter_, self.objective_, self.converged_ = _lbfgs(crf, theta, max_iter, tol, "CRF likelihood")
         self.coef_, self.intercept_, self.pairwise_ = (np.array(a) for a in layout.unpack(theta))
         return self
 
@@ -635,30 +702,84 @@ class RelationalESSCRF(BaseEstimator):
         np.add.at(s, e[b, 0], psi[b, :, y[e[b, 1]]])
         return _clamp(s, y), e[forest], psi[forest]
 
-    def predict(self, graph: RelationalGraph) -> np.ndarray:
-        """Most likely joint labelling given the known labels (exact MAP, see :meth:`structure`); (N,) int64."""
+    def predict(self, graph: RelationalGraph, *, method: str = "map") -> np.ndarray:
+        """The labels of every entity of ``graph`` given its known labels (exact, on the forest of
+        :meth:`structure` with ``clamped=True``).
+
+        Parameters
+        ----------
+        graph : RelationalGraph
+        method : {"map", "max_marginal"}, default "map"
+            ``"map"``: the jointly most probable labelling (exact max-product); ``"max_marginal"``: each
+            entity's most probable label.
+
+        Returns
+        -------
+        ndarray of shape (N,), int64
+            Known labels are returned as they are.
+        """
+        fn = resolve_method(method, _METHODS)
         check_is_fitted(self, "coef_")
         graph = self._check_graph(graph)
         s, fe, psi = self._model(graph)
-        y = np.array(tree_map(s, fe, psi).assignment)
+        y = fn(s, fe, psi)
         known = graph.known
         y[known] = graph.labels[known]
         return y
 
     def predict_marginals(self, graph: RelationalGraph) -> np.ndarray:
-        """Exact marginals ``P(y_i | E, known labels)`` (see :meth:`structure`), (N, k); known rows are one-hot."""
+        """Exact marginals ``P(y_i | E, known labels)`` (on the forest of :meth:`structure` with ``clamped=True``).
+
+        Returns
+        -------
+        ndarray of shape (N, n_states_)
+            Row ``i`` is entity ``i``'s distribution; rows of known labels are one-hot.
+        """
         check_is_fitted(self, "coef_")
         graph = self._check_graph(graph)
         s, fe, psi = self._model(graph)
-        return np.array(tree_marginals_batch(s[None], [fe], [psi]).node_marginals[0])
+        return np.array(tree_marginals_batch(s[None], [fe], [psi]).marginals[0])
 
-    def log_likelihood(self, graph: RelationalGraph) -> float:
-        """``log p(known labels | E)`` of ``graph``, the unknown labels marginalized: the likelihood that :meth:`fit`
-        maximizes, on the spanning forest of the whole link graph (``structure(graph)``)."""
+    def log_likelihood(self, graph_or_list) -> np.ndarray:
+        """``log p(known labels | E)`` of every graph, the unknown labels marginalized (no penalty).
+
+        The likelihood that :meth:`fit` maximizes, each graph on the spanning forest of its whole link graph
+        (``structure(graph)``); a graph is one sample.
+
+        Parameters
+        ----------
+        graph_or_list : RelationalGraph or sequence of RelationalGraph
+
+        Returns
+        -------
+        ndarray of shape (n_graphs,)
+            Shape ``(1,)`` for one graph.
+        """
         check_is_fitted(self, "coef_")
-        graph = self._check_graph(graph)
-        gfeat = _pair_features(graph, self.pair_features)
-        forest = self._structure(graph, gfeat)
+        graphs = _graph_list(graph_or_list)
+        name = "graph" if isinstance(graph_or_list, RelationalGraph) else "graph_or_list[{}]"
         layout = self._layout()
         theta = np.concatenate([self.coef_.ravel(), self.intercept_, self.pairwise_.ravel()])
-        return -_CRFProblem(graph, forest, gfeat, layout, 1.0).negative_log_likelihood(theta)
+        out = np.empty(len(graphs))
+        for i, graph in enumerate(graphs):
+            graph = self._check_graph(graph, name.format(i))
+            gfeat = _pair_features(graph, self.pair_features)
+            forest = self._structure(graph, gfeat)
+            out[i] = -_CRFProblem(graph, forest, gfeat, layout, 1.0).negative_log_likelihood(theta)
+        return out
+
+    def score(self, graph_or_list, y=None) -> float:
+        """Mean of :meth:`log_likelihood` over the graphs (higher is better).
+
+        Parameters
+        ----------
+        graph_or_list : RelationalGraph or sequence of RelationalGraph
+        y : None
+            Present for scikit-learn compatibility only; anything but ``None`` is a ``ValueError``.
+
+        Returns
+        -------
+        float
+        """
+        check_no_y(y, "score")
+        return float(np.mean(self.log_likelihood(graph_or_list)))

@@ -24,7 +24,6 @@ that never occur in training).
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -34,16 +33,19 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .. import bp as _bp
-from .._results import stop_message, warn_stopped
 from .._validate import _describe, resolve_method
 from ..bp.tree import CompiledForest, forest_marginals
 from ._features import (
     EvidenceMap,
+    check_C,
     check_evidence,
     check_features,
     check_labels,
+    check_max_iter,
     check_n_states,
     check_rows,
+    check_tol,
+    lbfgs_outcome,
     one_blas_thread,
 )
 from .chow_liu import ConditionalChowLiu, chow_liu_tree
@@ -53,7 +55,7 @@ __all__ = ["ESSCRF", "METHODS", "TreeCRF"]
 
 # --------------------------------------------------------------------------- the shared core
 class _TreeMarginals(NamedTuple):
-    node_marginals: np.ndarray  # (n, N, k)
+    marginals: np.ndarray  # (n, N, k)
     edge_marginals: np.ndarray  # (n, T, k, k)
     log_partition: np.ndarray  # (n,)
 
@@ -110,7 +112,7 @@ class _Design:
         return unary, pairwise
 
     def marginals(self, w: np.ndarray):
-        """``(unary, pairwise, marginals)``; the marginals have ``node_marginals`` ``(n, N, k)``,
+        """``(unary, pairwise, marginals)``; the marginals have ``marginals`` ``(n, N, k)``,
         ``edge_marginals`` ``(n, T, k, k)`` and ``log_partition`` ``(n,)``."""
         unary, pairwise = self.scores(w)
         return unary, pairwise, self._engine(unary, pairwise)
@@ -168,7 +170,7 @@ class _Objective:
         d = self.d
         unary, pairwise, res = d.marginals(w)
         ll = self._ll(unary, pairwise, res).sum()
-        ru = (self.onehot - np.asarray(res.node_marginals)).reshape(d.n, d.N * d.k)
+        ru = (self.onehot - np.asarray(res.marginals)).reshape(d.n, d.N * d.k)
         grad_u = ru.T @ d.phi
         if d.T:
             rp = self.pair_onehot - np.asarray(res.edge_marginals)
@@ -185,7 +187,7 @@ class _Objective:
 def _predict_max_marginal(model: _TreeCRFBase, design: _Design, w: np.ndarray) -> np.ndarray:
     """Each label's most probable state under its exact marginal."""
     _, _, res = design.marginals(w)
-    return np.argmax(np.asarray(res.node_marginals), axis=2).astype(np.int64)
+    return np.argmax(np.asarray(res.marginals), axis=2).astype(np.int64)
 
 
 def _predict_map(model: _TreeCRFBase, design: _Design, w: np.ndarray) -> np.ndarray:
@@ -199,24 +201,6 @@ def _predict_map(model: _TreeCRFBase, design: _Design, w: np.ndarray) -> np.ndar
 
 #: ``predict(E, method=...)``: ``"map"`` (joint maximizer) or ``"max_marginal"`` (per-label maximizer)
 METHODS: dict[str, Callable] = {"map": _predict_map, "max_marginal": _predict_max_marginal}
-
-
-def _check_C(C) -> float:
-    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not (0 < C < np.inf):
-        raise ValueError(f"`C` must be a finite number > 0; got {_describe(C)}.")
-    return float(C)
-
-
-def _check_count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"`{name}` must be an integer >= 1; got {_describe(value)}.")
-    return int(value)
-
-
-def _check_tol(tol) -> float:
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 < tol < np.inf):
-        raise ValueError(f"`tol` must be a finite number > 0; got {_describe(tol)}.")
-    return float(tol)
 
 
 class _TreeCRFBase(BaseEstimator):
@@ -245,9 +229,9 @@ class _TreeCRFBase(BaseEstimator):
         -------
         self
         """
-        C = _check_C(self.C)
-        max_iter = _check_count(self.max_iter, "max_iter")
-        tol = _check_tol(self.tol)
+        C = check_C(self.C)
+        max_iter = check_max_iter(self.max_iter)
+        tol = check_tol(self.tol)
         n_states = check_n_states(self.n_states)
         check_features(self.features)
         if not isinstance(self.pairwise_evidence, bool | np.bool_):
@@ -274,13 +258,8 @@ class _TreeCRFBase(BaseEstimator):
         wu, wp = design.split(res.x)
         self.unary_weights_ = wu.reshape(design.N, k, design.D).copy()
         self.pairwise_weights_ = wp.reshape(M, k, k, design.Dp).copy()
-        self.n_iter_ = int(res.nit)
-        self.converged_ = bool(res.status == 0)
+        self.converged_, self.n_iter_ = lbfgs_outcome(res, f"{type(self).__name__}: L-BFGS-B")
         self.objective_ = float(res.fun)
-        if not self.converged_:
-            warn_stopped(
-                stop_message("max_iter_reached" if res.status == 1 else "error", "L-BFGS-B", self.n_iter_, res.message)
-            )
         return self
 
     def _weights(self) -> np.ndarray:
@@ -297,19 +276,19 @@ class _TreeCRFBase(BaseEstimator):
         E = check_evidence(E, n_features=self.n_features_in_)
         return self._design(E, self.pairwise_weights_.shape[0])
 
-    def predict(self, E, method: str = "map") -> np.ndarray:
+    def predict(self, E, *, method: str = "map") -> np.ndarray:
         """The labels of every row of ``E``.
 
         Parameters
         ----------
-        E : array_like of shape (n, d)
-        method : {"map", "max_marginal"}
+        E : array_like of shape (n_samples, d)
+        method : {"map", "max_marginal"}, default "map"
             ``"map"``: the jointly most probable labelling (exact max-product on the row's tree);
-            ``"max_marginal"``: each label's most probable state.
+            ``"max_marginal"``: each label's most probable state (:data:`METHODS`).
 
         Returns
         -------
-        ndarray of shape (n, N), int64
+        ndarray of shape (n_samples, N), int64
         """
         fn = resolve_method(method, METHODS)
         design = self._fitted_design(E)
@@ -317,18 +296,41 @@ class _TreeCRFBase(BaseEstimator):
             return fn(self, design, self._weights())
 
     def predict_marginals(self, E) -> np.ndarray:
-        """Exact marginals ``P(y_i = a | E)`` of every row, shape ``(n, N, k)``."""
+        """Exact marginals ``P(y_i = a | E)`` of every row.
+
+        Parameters
+        ----------
+        E : array_like of shape (n_samples, d)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, N, k)
+            ``[r, i]`` is label ``i``'s distribution given row ``r``; ``[..., 1]`` is ``P(y_i = 1)`` for
+            binary labels.
+        """
         design = self._fitted_design(E)
         with one_blas_thread():
             _, _, res = design.marginals(self._weights())
-        return np.array(res.node_marginals)
+        return np.array(res.marginals)
 
     def predict_proba(self, E) -> np.ndarray:
-        """Same as :meth:`predict_marginals`: shape ``(n, N, k)``; ``[:, :, 1]`` is ``P(y_i = 1)`` for binary labels."""
+        """Same as :meth:`predict_marginals`: shape ``(n_samples, N, k)``; ``[:, :, 1]`` is ``P(y_i = 1)``
+        for binary labels."""
         return self.predict_marginals(E)
 
     def log_likelihood(self, E, Y) -> np.ndarray:
-        """Conditional log-likelihood ``log p(Y_r | E_r)`` of every row, shape ``(n,)``."""
+        """Conditional log-likelihood of every row (no penalty).
+
+        Parameters
+        ----------
+        E : array_like of shape (n_samples, d)
+        Y : array_like of shape (n_samples, N)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``log p(Y_r | E_r)``, exact.
+        """
         design = self._fitted_design(E)
         Y, _ = check_labels(Y, self.n_states_, n_labels=self.n_labels_)
         check_rows(design.phi, Y)
@@ -336,7 +338,13 @@ class _TreeCRFBase(BaseEstimator):
             return _Objective(design, Y, 1.0).log_likelihood(self._weights())
 
     def score(self, E, Y) -> float:
-        """Mean conditional log-likelihood ``mean_r log p(Y_r | E_r)`` (higher is better)."""
+        """Mean conditional log-likelihood ``mean_r log p(Y_r | E_r)``: the mean of :meth:`log_likelihood`
+        (higher is better).
+
+        Returns
+        -------
+        float
+        """
         return float(np.mean(self.log_likelihood(E, Y)))
 
     def potentials(self, E) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -360,7 +368,9 @@ class TreeCRF(_TreeCRFBase):
         The edges of a tree (or forest) over the ``N`` label columns; ``None`` learns the
         :func:`chow_liu_tree` of the training labels in ``fit``.
     C : float, default 1.0
-        Inverse L2 regularization strength (the objective is ``-sum log p + ||w||^2 / (2 C)``).
+        Inverse L2 regularization strength, as scikit-learn's ``LogisticRegression``: ``fit`` minimizes
+        ``-sum_r log p(Y_r | E_r) + ||w||^2 / (2 C)`` over all weights ``w`` (biases included, so the
+        optimum is unique and finite even for a state never seen in training). Smaller is stronger.
     n_states : int, optional
         Number of states of every label (default ``max(2, Y.max() + 1)`` in ``fit``).
     features : callable, optional
@@ -370,7 +380,9 @@ class TreeCRF(_TreeCRFBase):
     max_iter : int, default 500
         L-BFGS iteration budget.
     tol : float, default 1e-5
-        L-BFGS gradient tolerance (``gtol``) on the objective divided by ``n``.
+        L-BFGS gradient tolerance (``gtol``) on the objective divided by ``n_samples``.
+    pairwise_evidence : bool, default True
+        Pairwise features are the label-pair indicators times ``phi(E)``; ``False``: the indicators alone.
 
     Attributes
     ----------
@@ -380,11 +392,13 @@ class TreeCRF(_TreeCRFBase):
         ``W_u[i, a]``, the weights of ``[y_i = a] * phi(E)``.
     pairwise_weights_ : ndarray of shape (E, k, k, D + 1)
         ``W_p[e, a, b]``, the weights of ``[y_u = a, y_v = b] * phi(E)`` for ``tree_[e] = (u, v)``.
-    n_labels_, n_states_, n_features_in_, n_iter_ : int
+    n_labels_, n_states_, n_features_in_ : int
+    n_iter_ : int
+        L-BFGS iterations.
     converged_ : bool
         Whether L-BFGS met ``tol`` (otherwise a :class:`tractable.ConvergenceWarning` was issued).
     objective_ : float
-        The final objective divided by ``n``.
+        The final objective divided by ``n_samples``.
     """
 
     def __init__(
@@ -430,8 +444,8 @@ class ESSCRF(_TreeCRFBase):
     structure : ConditionalChowLiu, optional
         The structure learner (cloned and fit in ``fit``); default ``ConditionalChowLiu()``. Use
         ``ConditionalChowLiu(min_edge_frequency=...)`` for the regularized variant of Sec. 6.1.
-    C, n_states, features, max_iter, tol
-        As in :class:`TreeCRF`.
+    C, n_states, features, max_iter, tol, pairwise_evidence
+        As in :class:`TreeCRF` (the objective penalizes every candidate edge's weights).
 
     Attributes
     ----------
@@ -443,7 +457,7 @@ class ESSCRF(_TreeCRFBase):
     pairwise_weights_ : ndarray of shape (M, k, k, D + 1)
         ``W_p[m, a, b]`` for candidate ``candidate_edges_[m]``.
     n_labels_, n_states_, n_features_in_, n_iter_, converged_, objective_
-        As in :class:`TreeCRF`.
+        As in :class:`TreeCRF` (the weights' fit; ``structure_.converged_`` is the structure learner's).
     """
 
     def __init__(

@@ -139,7 +139,7 @@ def _options(model, options: dict, where: str) -> None:
         )
 
 
-def model_from_json(cls, path, split: str = "infer", *, database=None):
+def model_from_json(cls, path, *, split: str = "infer", database=None):
     """Build a :class:`~tractable.psl.Model` from a PSL 2.4 JSON configuration (see the module docstring)."""
     if split not in ("learn", "infer"):
         raise ValueError(f"`split` must be 'learn' or 'infer'; got {split!r}.")

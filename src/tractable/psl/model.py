@@ -524,11 +524,11 @@ class Model:
 
     # ------------------------------------------------------------------ files
     @classmethod
-    def from_json(cls, path, split: str = "infer", *, database=None) -> Model:
+    def from_json(cls, path, *, split: str = "infer", database=None) -> Model:
         """Build a model from a PSL 2.4 JSON configuration (see :mod:`tractable.psl.config`)."""
         from .config import model_from_json
 
-        return model_from_json(cls, path, split, database=database)
+        return model_from_json(cls, path, split=split, database=database)
 
     @classmethod
     def from_data_file(cls, psl_path, data_path, *, database=None) -> Model:
