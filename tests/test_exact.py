@@ -264,7 +264,8 @@ def test_marginals_are_one_read_only_array_when_cardinalities_are_equal(run):
 
 
 @pytest.mark.parametrize(
-    "run", [enumerate_map, lambda fg: variable_elimination(fg, task="map"), lambda fg: infer(fg, task="map", evidence={0: 1})]
+    "run",
+    [enumerate_map, lambda fg: variable_elimination(fg, task="map"), lambda fg: infer(fg, task="map", evidence={0: 1})],
 )
 def test_assignment_is_read_only(run):
     res = run(_small())

@@ -16,11 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("duckdb")
-
-from tractable.cli import main as cli_main  # noqa: E402
-from tractable.psl import Model  # noqa: E402
+from tractable.cli import main as cli_main
+from tractable.psl import Model
 
 HERE = Path(__file__).resolve().parent
 # psl-examples set PSL-only options (runtime.db.intids, weight learning); from_json reports them by a warning.

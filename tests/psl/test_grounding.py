@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _oracles import psl_arithmetic_objective, psl_logical_objective
 from tractable.psl import Model
-from tractable.psl.parser import Comparison, Constant, Literal, LogicalRule, SumVariable, Variable, parse_rule
+from tractable.psl.parser import Constant, Literal, LogicalRule, parse_rule
 
 
 def _frame(rows):
@@ -345,80 +346,6 @@ def _programs(draw):
     return rules, data, closed
 
 
-def _naive_objective(rules, data, closed, value):
-    """Sum over rules and over EVERY binding of their variables to constants of w * distance^p."""
-    consts = sorted(
-        {str(t) for parts in data.values() for rows in parts.values() for r in rows for t in r if isinstance(t, str)}
-    )
-    total = 0.0
-    for text in rules:
-        rule = parse_rule(text)
-        names = sorted(
-            {
-                t.name
-                for lit in (*rule.body, *rule.head)
-                for t in (lit.atom.args if isinstance(lit, Literal) else (lit.left, lit.right))
-                if not isinstance(t, Constant)
-            }
-        )
-        for combo in itertools.product(consts, repeat=len(names)):
-            env = dict(zip(names, combo))
-
-            def term(t, env=env):
-                return t.value if isinstance(t, Constant) else env[t.name]
-
-            def truth(lit):
-                if isinstance(lit, Comparison):
-                    a, b = term(lit.left), term(lit.right)
-                    v = {"==": a == b, "!=": a != b, "<": a < b}[lit.op]
-                    return float(v != lit.negated)
-                x = value(lit.atom.predicate, tuple(term(t) for t in lit.atom.args))
-                return 1.0 - x if lit.negated else x
-
-            d = sum(truth(b) for b in rule.body) - (len(rule.body) - 1) - sum(truth(h) for h in rule.head)
-            d = max(d, 0.0)
-            total += rule.weight * (d * d if rule.squared else d)
-    return total
-
-
-def _naive_arithmetic(text, consts, exists, value):
-    """A weighted arithmetic rule by brute force: every binding of the non-summation variables for which
-    some binding of the summation variables makes all atoms exist; summation atoms add every existing atom;
-    |Y| counts the distinct values of Y among them."""
-    rule = parse_rule(text)
-    plain = sorted({t.name for _, a in rule.terms for t in a.args if isinstance(t, Variable)})
-    summed = list(rule.sum_variables)
-
-    def ground(atom, env):
-        return (atom.predicate, tuple(t.value if isinstance(t, Constant) else env[t.name] for t in atom.args))
-
-    total = 0.0
-    for combo in itertools.product(consts, repeat=len(plain)):
-        env = dict(zip(plain, combo))
-        if not any(
-            all(exists(*ground(a, {**env, **dict(zip(summed, sc))})) for _, a in rule.terms)
-            for sc in itertools.product(consts, repeat=len(summed))
-        ):
-            continue
-        seen = {v: set() for v in summed}
-        expanded = []  # (coefficient expression, value) per existing ground atom
-        for c, a in rule.terms:
-            own = [t.name for t in a.args if isinstance(t, SumVariable)]
-            for sc in itertools.product(consts, repeat=len(own)):
-                key = ground(a, {**env, **dict(zip(own, sc))})
-                if exists(*key):
-                    for name, v in zip(own, sc):
-                        seen[name].add(v)
-                    expanded.append((c, value(*key)))
-        counts = {v: float(len(s)) for v, s in seen.items()}
-        e = sum(c.evaluate(counts) * x for c, x in expanded) + rule.constant.evaluate(counts)
-        sides = {"<=": [e], ">=": [-e], "=": [e, -e]}[rule.sense]
-        for s in sides:
-            d = max(s, 0.0)
-            total += rule.weight * (d * d if rule.squared else d)
-    return total
-
-
 def _unbound(rule):
     """Variables outside the positive body literals and negated head literals (written out independently)."""
     query = [lit for lit in rule.body if isinstance(lit, Literal) and not lit.negated]
@@ -458,11 +385,11 @@ def test_random_programs_ground_to_the_brute_force_objective(program, seed):
         return known.get((pred, args), 0.0)
 
     logical = [r for r in rules if isinstance(parse_rule(r), LogicalRule)]
-    expected = _naive_objective(logical, data, closed, value)
+    expected = psl_logical_objective(logical, data, value)
     present = {(name, tuple(r[:ar])) for (name, ar), parts in data.items() for rows in parts.values() for r in rows}
     consts = sorted({a for _, args in present for a in args} | {"a"})
     for r in rules:
         if r not in logical:
-            expected += _naive_arithmetic(r, consts, lambda p, args: (p, args) in present, value)
+            expected += psl_arithmetic_objective(r, consts, lambda p, args: (p, args) in present, value)
     # tolerance: sums of a few dozen float terms; dropped groundings contribute at most 1e-9 each
     assert g.hlmrf.objective(x) + g.offset == pytest.approx(expected, rel=1e-9, abs=1e-7)

@@ -70,7 +70,7 @@ def test_from_json_grounds_and_infers(tmp_path):
     assert v["b", "x"] > 0.5 > v["b", "y"] and v["c", "y"] > 0.5 > v["c", "x"]
     # tolerance: ADMM run to residuals and a certified gap of 1e-9
     assert v["b", "x"] + v["b", "y"] == pytest.approx(1.0, abs=1e-5)
-    ref = solve(g.hlmrf, "clarabel")
+    ref = solve(g.hlmrf, method="clarabel")
     np.testing.assert_allclose(res.x, ref.x, atol=1e-4)  # tolerance: ADMM at 1e-9 vs an interior-point optimum
     ev = m.evaluate()
     assert ev["LAB"]["accuracy"] == 1.0 and ev["LAB"]["n"] == 4

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy.special import betainc, logsumexp
 
+from _oracles import joint_scores
 from tractable import CardinalityFactor, ConvergenceWarning, FactorGraph, TableFactor
 from tractable.exact import enumerate_marginals
 from tractable.sampling import _kernels, adaptive_mmp, gibbs, prune
@@ -99,12 +100,6 @@ def test_decision_posterior_is_eq_5_with_the_lag_1_effective_sample_size():
     assert_allclose(p0 + p1, 1.0)
 
 
-def _enumerate(fg):
-    n = fg.n_variables
-    ys = np.array(np.unravel_index(np.arange(2**n), (2,) * n)).T
-    return ys, fg.score(ys)
-
-
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**31), hard=st.booleans())
 def test_prune_is_the_kl_optimal_factor_of_eq_6(seed, hard):
@@ -122,7 +117,7 @@ def test_prune_is_the_kl_optimal_factor_of_eq_6(seed, hard):
     for fac in fg.factors:
         if not conf[fac.variables].all():
             rest.add_factor(fac)
-    ys, sc = _enumerate(rest)
+    ys, sc = joint_scores(rest)
     w = np.prod(np.where(ys[:, conf] == 1, mu[conf], 1 - mu[conf]), axis=1)
     u = np.flatnonzero(~conf)
     key = ys[:, u] @ (2 ** np.arange(len(u))[::-1])
@@ -137,7 +132,7 @@ def test_prune_is_the_kl_optimal_factor_of_eq_6(seed, hard):
         assert q.n_variables == 0
         return
     assert q.kept_variables.tolist() == u.tolist()
-    qy, qs = _enumerate(q)
+    qy, qs = joint_scores(q)
     assert np.array_equal(np.isneginf(qs), np.isneginf(expected))
     if np.isfinite(expected).any():
         fin = np.isfinite(expected)

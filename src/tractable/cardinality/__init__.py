@@ -8,8 +8,12 @@ cardinality potential; :func:`chain_marginals` is the O(D^2) chain baseline. ``t
 Tarlow et al.'s symbols for the unary and count scores.
 
 Marginals come as a frozen :class:`CardinalityMarginals` (``marginals`` of shape (D, 2),
-``p_on = marginals[:, 1]``), MAP assignments as a ``MAPResult``; every ``method=`` is a convolution method of
-:data:`METHODS` (``"auto"``, ``"fft"``, ``"direct"``).
+``p_on = marginals[:, 1]``), MAP assignments as a ``MAPResult``. The ``method=`` of :func:`marginals`,
+:func:`log_partition`, :func:`sample` and :class:`RecursiveCardinalityModel` is a convolution method of
+:data:`METHODS` (``"auto"``, ``"fft"``, ``"direct"``); :func:`marginals_batch` takes these too (the
+convolution tree per model with that convolution) and ``"chain"`` (the compiled O(D^2) chain over the whole
+stack), and its ``"auto"`` runs the chain for ``D <= 192``. :func:`map_assignment`,
+:func:`chain_marginals` and :class:`TreeCardinalityModel` take no ``method``.
 """
 
 from ._convolve import METHODS

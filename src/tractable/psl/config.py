@@ -146,7 +146,7 @@ def model_from_json(cls, path, *, split: str = "infer", database=None):
     path = os.fspath(path)
     cfg = read_json(path)
     base = os.path.dirname(os.path.abspath(path))
-    model = cls(database)
+    model = cls(database=database)
     preds = cfg.get("predicates", {})
     if not isinstance(preds, dict) or not preds:
         raise ValueError(f"{path}: `predicates` must be a non-empty object with keys 'Name/arity'.")
@@ -293,7 +293,7 @@ def read_data_file(path) -> dict:
 def model_from_data_file(cls, psl_path, data_path, *, database=None):
     """Build a :class:`~tractable.psl.Model` from a ``.psl`` rule file and a ``.data`` file."""
     spec = read_data_file(data_path)
-    model = cls(database)
+    model = cls(database=database)
     for key, p in spec["predicates"].items():
         name, arity = key.split("/")
         model.add_predicate(name, int(arity), closed=p["closed"])

@@ -468,7 +468,7 @@ class Model:
         method = solve_options.pop("method", "admm")
         # the configuration's options are ADMM's (admmreasoner.*): the exact reference solvers take none
         opts = {**(self.solve_options if method == "admm" else {}), **solve_options}
-        res = solve(g.hlmrf, method, **opts)
+        res = solve(g.hlmrf, method=method, **opts)
         x = np.asarray(res.x)
         strings, parts, used = g._atom_parts
         out = {}
