@@ -46,6 +46,8 @@ def warm() -> None:
     fg = grid_factor_graph(2, 3, n_states=2, coupling=0.5, rng=0)
     variable_elimination(fg, task="marginals")
     variable_elimination(fg, task="map")
+    wide = grid_factor_graph(12, 12, n_states=2, coupling=0.5, rng=0)  # tables of 2**13 entries: the compiled
+    variable_elimination(wide, task="map")  # broadcast product of exact/_tables.py runs from 2**12
     enumerate_marginals(fg)
     enumerate_map(fg)
     infer(fg, task="marginals", evidence={0: 1})

@@ -109,4 +109,5 @@ def demo_rows() -> list[dict]:
 def warm() -> None:
     """Ground and solve a small PSL program (DuckDB's first query, the grounding and the solver's kernels)."""
     model, _ = collective_classification(40, rng=0)
-    model.infer()
+    predictions, _ = model.infer()
+    model.evaluate(predictions)  # the evaluators' first use imports scipy.stats
