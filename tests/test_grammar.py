@@ -145,6 +145,53 @@ def _clique_call(name):
     return lambda **kw: getattr(clique, name)(phi, clique.Potts(1.0), **kw)
 
 
+_IO_FUNCTIONS = (
+    "read_evidence",
+    "read_map",
+    "read_mar",
+    "read_uai",
+    "write_evidence",
+    "write_map",
+    "write_mar",
+    "write_mmp",
+    "write_pr",
+    "write_uai",
+)
+
+
+def _io_call(name):
+    """A call of ``tractable.io.<name>`` on files of the tiny graph in a fresh temporary folder."""
+    import io as stdio
+    import tempfile
+    from pathlib import Path
+
+    from tractable import io
+
+    def call(**kw):
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            fg = _tiny_graph()
+            io.write_uai(d / "m.uai", fg)
+            io.write_evidence(d / "m.evid", {2: 1})
+            io.write_map(d / "m.MAP", [0, 1, 0])
+            io.write_mar(d / "m.MAR", np.full((3, 2), 0.5))
+            args = {
+                "read_evidence": (d / "m.evid",),
+                "read_map": (d / "m.MAP",),
+                "read_mar": (d / "m.MAR",),
+                "read_uai": (d / "m.uai",),
+                "write_evidence": (d / "e.evid", {0: 1}),
+                "write_map": (stdio.StringIO(), [0, 1, 0]),
+                "write_mar": (stdio.StringIO(), np.full((3, 2), 0.5)),
+                "write_mmp": (stdio.StringIO(), [0, 1, 0], np.full((3, 2), 0.5)),
+                "write_pr": (stdio.StringIO(), 1.5),
+                "write_uai": (d / "w.uai", fg),
+            }[name]
+            return getattr(io, name)(*args, **kw)
+
+    return call
+
+
 def _calls():
     """How to call every public function on a small model: ``"module.name" -> call(**extra)``.
 
@@ -190,7 +237,9 @@ def _calls():
         "tractable.clique.majority_alpha_pass": lambda **kw: clique.majority_alpha_pass(phi, np.eye(2), **kw),
         "tractable.clique.majority_exact": lambda **kw: clique.majority_exact(phi, np.eye(2), **kw),
         "tractable.clique.score": lambda **kw: clique.score(phi, clique.Potts(1.0), np.array([0, 1, 0]), **kw),
-        "tractable.hlmrf.local_update_reference": None,  # the readable twin of local_updates, tested beside it
+        "tractable.hlmrf.local_update_reference": lambda **kw: hlmrf.local_update_reference(
+            "hinge", np.array([0.2]), np.array([1.0]), 0.5, 1.0, 1.0, **kw
+        ),
         "tractable.hlmrf.local_updates": lambda **kw: hlmrf.local_updates(
             "hinge", [0, 1], [1.0], [0.5], [1.0], np.array([0.2]), **kw
         ),
@@ -198,7 +247,12 @@ def _calls():
             _tiny_hlmrf(), np.zeros(_tiny_hlmrf().n_variables), **kw
         ),
         "tractable.hlmrf.solve": lambda **kw: hlmrf.solve(_tiny_hlmrf(), method="admm", **kw),
-        "tractable.psl.evaluate_predicate": None,  # PSL's evaluators: tests/psl compares each with PSL's
+        "tractable.psl.evaluate_predicate": lambda **kw: psl.evaluate_predicate(
+            __import__("pandas").DataFrame({0: ["a", "b"], "value": [0.9, 0.2]}),
+            __import__("pandas").DataFrame({0: ["a", "b"], "value": [1.0, 0.0]}),
+            1,
+            **kw,
+        ),
         "tractable.psl.parse_rule": lambda **kw: psl.parse_rule("1: A(X) -> B(X) ^2", **kw),
         "tractable.psl.parse_rules": lambda **kw: psl.parse_rules("1: A(X) -> B(X) ^2", **kw),
         "tractable.crf.chow_liu_tree": lambda **kw: crf.chow_liu_tree(_crf_data()[1], **kw),
@@ -213,14 +267,16 @@ def _calls():
         "tractable.distributed.marginals_batches": lambda **kw: __import__(
             "tractable.distributed"
         ).distributed.marginals_batches(np.stack([theta, theta]), f, **kw),
-        "tractable.distributed.map_batches": None,  # a batched function over Dask collections: tests/distributed
-        "tractable.distributed.check_client": None,  # needs a cluster: tests/distributed
+        "tractable.distributed.map_batches": lambda **kw: __import__("tractable.distributed").distributed.map_batches(
+            cardinality.marginals_batch, [(np.stack([theta, theta]), np.stack([f, f]))], **kw
+        ),
+        "tractable.distributed.check_client": lambda **kw: __import__("tractable.distributed").distributed.check_client(
+            None, allow_none=True, **kw
+        ),
         "tractable.distributed.solve": None,  # needs a cluster: tests/distributed
         "tractable.io.from_pgmpy": None,  # pgmpy's models: tests/test_bnlearn_pgmpy.py
         "tractable.io.read_bif": None,  # pgmpy's reader: tests/test_bnlearn_pgmpy.py
-        **{f"tractable.io.{n}": None for n in ("read_evidence", "read_map", "read_mar", "read_uai")},  # test_io_uai
-        **{f"tractable.io.{n}": None for n in ("write_evidence", "write_map", "write_mar", "write_mmp", "write_pr")},
-        "tractable.io.write_uai": None,  # files: tests/test_io_uai.py round-trips every reader and writer
+        **{f"tractable.io.{n}": _io_call(n) for n in _IO_FUNCTIONS},
         "tractable.datasets.bipartite_matching": lambda **kw: datasets.bipartite_matching(3, 4, rng=0, **kw),
         "tractable.datasets.clique_benchmark": lambda **kw: datasets.clique_benchmark("POTTS", n=4, m=2, rng=0, **kw),
         "tractable.datasets.grid_factor_graph": lambda **kw: datasets.grid_factor_graph(2, 2, rng=0, **kw),
