@@ -13,6 +13,9 @@ Side by side on the same cliques in one run (Sec. 4 of Gupta, Diwan and Sarawagi
    exact matching solver.
 4. ``clique_exact``: small cliques (n <= 14, m <= 4) -- every method vs exact enumeration.
 5. ``clique_scaling``: POTTS with m = 24, n = 10^2 ... 10^5.
+6. ``clique_speed``: alpha-pass on one (10^5, 24) POTTS clique against one column-wise ``np.argsort``
+   of its potentials, the same size of work (in the quick run too, so that CI's smoke run shows a
+   speed regression; a ratio above the target is printed, never an error: timings are noisy).
 
 Run ``python benchmarks/clique_map.py`` for the full sweep or ``--quick`` for a small subset.
 """
@@ -20,6 +23,7 @@ Run ``python benchmarks/clique_map.py`` for the full sweep or ``--quick`` for a 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from functools import partial
@@ -316,6 +320,11 @@ def bench_icm(quick):
     rec.save()
 
 
+def _solved(res):
+    """Matching problems that ``majority_exact`` solved: its ``message`` says (``n_iter`` is 0, an exact method)."""
+    return int(re.search(r"(\d+) matching problems solved", res.message).group(1))
+
+
 def bench_majority(quick):
     lams = [0.7, 1.1] if quick else [0.7, 0.8, 0.9, 1.0, 1.1]
     per = 2 if quick else 6
@@ -341,7 +350,7 @@ def bench_majority(quick):
                 s["ic"].append(ic.score / ex.score)
                 s["ap_t"].append(t_ap)
                 s["ex_t"].append(t_ex)
-                s["n_lp"].append(ex.n_iter)
+                s["n_lp"].append(_solved(ex))
         ap, ic = np.array(s["ap"]), np.array(s["ic"])
         rec.add(
             kind=kind,
@@ -420,6 +429,56 @@ def bench_scaling(quick):
     rec.save()
 
 
+# alpha-pass on a (10^5, 24) clique takes at most this many times one column-wise np.argsort of its
+# potentials (24 sorts of 10^5 keys, as alpha-pass sorts once per label). Measured on a shared 2-core
+# AMD EPYC: about 10x while alpha-pass merge-sorted its keys, about 3x with the radix sort
+AP_X_ARGSORT_TARGET = 8.0
+
+
+def bench_speed(quick):
+    n, m = 100_000, 24
+    repeat = 5 if quick else 15
+    rec = Recorder(
+        "clique_speed",
+        title="Clique MAP: alpha-pass time relative to NumPy's sort (POTTS, n=10^5, m=24)",
+        notes="`ap_x_argsort`: median time of `alpha_pass` over the median time of `np.argsort(phi, axis=0)` "
+        "(one sort per label, as alpha-pass does), timed alternately, warm. Target: <= "
+        f"{AP_X_ARGSORT_TARGET:g} (a regression check that does not depend on the machine's speed; "
+        "the smoke run reports it, it never fails on it).",
+    )
+    phi, pot = clique_benchmark("POTTS", n=n, m=m, lam=0.9, rng=n)
+    alpha_pass(phi, pot)  # warm: caches and pages
+    np.argsort(phi, axis=0)
+    t_ap, t_sort = [], []
+    for _ in range(repeat):  # alternately, so that both see the same load of a shared machine
+        t0 = time.perf_counter()
+        alpha_pass(phi, pot)
+        t_ap.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        np.argsort(phi, axis=0)
+        t_sort.append(time.perf_counter() - t0)
+    ap_s, sort_s = float(np.median(t_ap)), float(np.median(t_sort))
+    ratio = ap_s / sort_s
+    rec.add(
+        n=n,
+        m=m,
+        repeat=repeat,
+        ap_s=ap_s,
+        argsort_s=sort_s,
+        ap_x_argsort=ratio,
+        target=AP_X_ARGSORT_TARGET,
+        within_target=bool(ratio <= AP_X_ARGSORT_TARGET),
+    )
+    if ratio > AP_X_ARGSORT_TARGET:
+        print(
+            f"  SLOWER THAN TARGET: alpha_pass on a ({n}, {m}) clique took {ratio:.1f}x one np.argsort(phi, axis=0) "
+            f"(target <= {AP_X_ARGSORT_TARGET:g}x): a speed regression, or a busy machine (rerun "
+            "`python benchmarks/clique_map.py --quick --only speed`); reported only, not a failure",
+            flush=True,
+        )
+    rec.save()
+
+
 SECTIONS = {
     "graphcut": bench_graphcut,
     "gco_setup": bench_gco_setup,
@@ -427,6 +486,7 @@ SECTIONS = {
     "majority": bench_majority,
     "exact": bench_exact,
     "scaling": bench_scaling,
+    "speed": bench_speed,
 }
 
 

@@ -159,7 +159,7 @@ def test_bad_input_messages():
         ),
     ):
         clique_map(np.zeros((3, 2)), pot, method="trws")
-    with pytest.raises(ValueError, match=re.escape("`p` does not apply to `method`='auto' (its options: none).")):
+    with pytest.raises(ValueError, match=re.escape("`p` does not apply to `method`='auto' (its options: `rng`).")):
         clique_map(np.zeros((3, 2)), pot, p=2)
     with pytest.raises(
         ValueError, match=re.escape("`potential` must be a LinearMajority for method 'majority_exact'; got Potts(1.0).")
@@ -201,19 +201,10 @@ def test_clique_benchmark_errors():
 
 
 def test_result_fields_and_statuses(brute):
-    assert [f.name for f in fields(CliqueMAPResult)] == [
-        "assignment",
-        "score",
-        "node_score",
-        "clique_score",
-        "method",
-        "exact",
-        "time",
-        "converged",
-        "n_iter",
-        "status",
-        "message",
-    ]
+    common = ("time", "method", "converged", "n_iter", "status", "message")  # every result's (library-wide)
+    names = [f.name for f in fields(CliqueMAPResult)]
+    assert sorted(names) == sorted(common + ("assignment", "score", "node_score", "clique_score", "exact"))
+    assert [k for k in names if k not in common] == ["assignment", "score", "node_score", "clique_score", "exact"]
     rng = np.random.default_rng(2)
     phi = rng.uniform(0, 2, size=(6, 3))
     W = rng.uniform(0, 1, (3, 3))
@@ -227,7 +218,7 @@ def test_result_fields_and_statuses(brute):
     ]
     for res in optimal:
         assert res.exact and res.status == "optimal" and res.converged
-        assert res.message == f"{res.method}: exact solution"
+        assert res.message.partition("; ")[0] == f"{res.method}: exact solution"  # the exact solvers add a count
     for res in (alpha_pass(phi, Potts(0.2)), generalized_alpha_pass(phi, Potts(0.2)), majority_alpha_pass(phi, W)):
         assert not res.exact and res.status == "completed" and res.converged
         assert res.message == f"{res.method}: finished"
@@ -304,8 +295,62 @@ def test_options_are_keyword_only():
         lambda: alpha_expansion(phi, pot, init),
         lambda: generalized_alpha_pass(phi, pot, 2),
         lambda: exact_clique_map(phi, pot, 1000),
+        lambda: clique_map(phi, pot, "icm"),
         lambda: clique_benchmark("POTTS", 10),
     ]
     for call in calls:
         with pytest.raises(TypeError, match="positional argument"):
             call()
+
+
+@pytest.mark.parametrize(
+    ("kind", "n", "route"),
+    [("POTTS", 60, "alpha_expansion"), ("MAJ-DENSE", 700, "icm"), ("MAKESPAN2", 30, "alpha_pass")],
+)
+def test_auto_takes_rng_and_defaults_to_seed_0(kind, n, route):
+    """``rng`` orders "auto"'s ICM runs; ``None`` is the seed 0, so the default answer never changes."""
+    phi, pot = clique_benchmark(kind, n=n, m=8, lam=0.9, rng=2)
+    default = clique_map(phi, pot)
+    assert route in default.method
+    for same in (clique_map(phi, pot, rng=None), clique_map(phi, pot, rng=0), clique_map(phi, pot, method="auto")):
+        assert same.assignment.tolist() == default.assignment.tolist() and same.method == default.method
+    for seed in (1, 7):
+        res = clique_map(phi, pot, rng=seed)
+        assert res.assignment.tolist() == clique_map(phi, pot, rng=seed).assignment.tolist()  # a seed repeats
+        assert res.score >= icm(phi, pot, rng=seed).score - 1e-9 * abs(res.score)  # its ICM run is icm's
+    assert np.isfinite(clique_map(phi, pot, rng=np.random.default_rng(3)).score)  # a Generator is drawn from
+    with pytest.raises(TypeError, match="`rng` must be"):
+        clique_map(phi, pot, rng="seed")
+    with pytest.raises(ValueError, match="`rng` must be a non-negative seed"):
+        clique_map(phi, pot, rng=-1)
+
+
+def test_rng_is_rejected_by_methods_without_randomness():
+    phi, pot = clique_benchmark("POTTS", n=10, m=3, rng=0)
+    for method in ("alpha_pass", "generalized_alpha_pass", "alpha_expansion", "exact"):
+        for rng in (0, None):  # named, so given, even as None
+            with pytest.raises(ValueError, match=re.escape(f"`rng` does not apply to `method`={method!r}")):
+                clique_map(phi, pot, method=method, rng=rng)
+    phi, maj = clique_benchmark("MAJ-DENSE", n=10, m=3, rng=0)
+    for method in ("majority_alpha_pass", "majority_exact"):
+        with pytest.raises(ValueError, match=re.escape(f"`rng` does not apply to `method`={method!r}")):
+            clique_map(phi, maj, method=method, rng=0)
+    assert clique_map(phi, maj, method="icm", rng=0).method == "icm"
+
+
+def test_exact_and_one_pass_majority_methods_report_no_iterations():
+    """The library's convention (``_results.Result``): ``n_iter`` is 0 for exact and one-pass methods;
+    the exact methods' ``message`` counts the subproblems they solved."""
+    phi, pot = clique_benchmark("POTTS", n=8, m=3, lam=0.9, rng=0)
+    res = exact_clique_map(phi, pot)
+    assert res.n_iter == 0 and res.status == "optimal"
+    assert re.fullmatch(
+        r"exact: exact solution; [1-9]\d* of 45 count vectors solved as assignment problems", res.message
+    )
+    phi, maj = clique_benchmark("MAJ-DENSE", n=30, m=5, lam=0.9, rng=0)
+    res = majority_exact(phi, maj.W)
+    assert res.n_iter == 0 and res.status == "optimal"
+    assert re.fullmatch(r"majority_exact: exact solution; \d+ matching problems solved", res.message)
+    for m in (2, 5):
+        res = majority_alpha_pass(phi[:, :m], maj.W[:m, :m])
+        assert res.n_iter == 0 and res.status == ("optimal" if m == 2 else "completed")

@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from tractable.clique import LinearMajority, majority_exact, score
 from tractable.cli.clique import register
+from tractable.clique import LinearMajority, majority_exact, score
 
 
 def _run(argv, capsys):

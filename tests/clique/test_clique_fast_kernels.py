@@ -2,8 +2,9 @@
 
 ``pair_pass_labels`` (generalized alpha-pass with p = 2, merged sorted lists instead of a sort per
 subset) must give the labelling of ``subset_pass_labels``; the pruned expansion move must reach the
-value of the unpruned one; ``_argsort_stable`` must order like NumPy's stable sort; ``clique_map``'s
-SUM route must end at an expansion local optimum at least as good as its start.
+value of the unpruned one; ``_argsort_stable`` (merge sort, or radix sort from ``_RADIX_MIN`` keys) must
+order like NumPy's stable sort, and the passes built on it must pick the labellings of the array sweeps;
+``clique_map``'s SUM route must end at an expansion local optimum at least as good as its start.
 """
 
 from __future__ import annotations
@@ -103,6 +104,54 @@ def test_argsort_stable_matches_numpy(seed, n, values):
     buf = np.empty(n, dtype=np.int64)
     _kernels._argsort_stable(keys, n, order, buf)
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+# keys whose bit patterns are awkward for a radix sort: both zeros (equal, so tied by index),
+# subnormals, the extremes, +-inf, and keys that share all but their lowest bits
+_ODD_KEYS = np.array([0.0, -0.0, 5e-324, -5e-324, 2.2e-308, -2.2e-308, 1.7e308, -1.7e308, np.inf, -np.inf, 1.0, -1.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=seeds, n=st.integers(1, 3000), mix=st.integers(0, 3))
+def test_argsort_stable_matches_numpy_on_any_floats(seed, n, mix):
+    """Both sorts (merge below ``_RADIX_MIN`` keys, radix from there) order like NumPy's stable sort."""
+    rng = np.random.default_rng(seed)
+    keys = rng.uniform(-2.0, 2.0, size=n)
+    if mix >= 1:
+        keys = np.where(rng.random(n) < 0.3, rng.choice(_ODD_KEYS, size=n), keys)
+    if mix >= 2:
+        keys = np.nextafter(1.0, 2.0 * (rng.random(n) < 0.5)) * rng.integers(1, 3, size=n)  # last-bit ties
+    if mix == 3:
+        keys = -keys
+    order = np.full(n + 2, -1, dtype=np.int64)  # longer than n: nothing past n is written
+    buf = np.empty(n + 2, dtype=np.int64)
+    _kernels._argsort_stable(keys, n, order, buf)
+    np.testing.assert_array_equal(order[:n], np.argsort(keys, kind="stable"))
+    assert (order[n:] == -1).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, n=st.integers(_kernels._RADIX_MIN - 4, 400), m=st.integers(2, 5), code=st.integers(0, 2))
+def test_passes_on_radix_sorted_cliques_match_the_array_sweeps(seed, n, m, code):
+    """Cliques large enough for the radix sort: with small-integer ``phi`` and tables every sum is exact
+    and keys tie often, so the compiled passes must pick the very labelling of the array sweeps (which
+    sort with NumPy)."""
+    from tractable.clique import MaxPotential
+    from tractable.clique.alpha_pass import _alpha_pass_arrays, _generalized_arrays
+
+    rng = np.random.default_rng(seed)
+    phi = rng.integers(0, 4, size=(n, m)).astype(float)
+    phi[rng.random((n, m)) < 0.1] = -np.inf
+    phi[np.arange(n), rng.integers(0, m, size=n)] = 1.0
+    table = rng.integers(-3, 4, size=(m, n + 1)).astype(float)
+    pot = [SumPotential(table), MaxPotential(table), LinearMajority(rng.integers(-2, 3, size=(m, m)).astype(float))]
+    kargs = kernel_args(pot[code], n, m)
+    np.testing.assert_array_equal(_kernels.alpha_pass_labels(phi, *kargs), _alpha_pass_arrays(phi, pot[code], kargs))
+    S = _label_subsets(m, 2)
+    want = _generalized_arrays(phi, pot[code], kargs, S)
+    np.testing.assert_array_equal(_kernels.subset_pass_labels(phi, S, *kargs), want)
+    if m >= 3:
+        np.testing.assert_array_equal(_kernels.pair_pass_labels(phi, *kargs, m), want)
 
 
 def _move(phi, labels, alpha, table, prune):

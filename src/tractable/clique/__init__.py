@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from .._validate import check_options, resolve_method
+from .._validate import check_options, check_rng, resolve_method
 from . import _kernels
 from ._result import CliqueMAPResult, renamed
 from ._score import score
@@ -95,15 +95,22 @@ _AUTO_PAIRS = 2_000_000
 _AUTO_EXPANSION = 100_000_000
 
 
-def _auto(phi, potential) -> CliqueMAPResult:
+def _auto(phi, potential, *, rng=None) -> CliqueMAPResult:
     """``clique_map(method="auto")``: validate once, then run the cores of the chosen methods."""
     t0 = time.perf_counter()
     phi, potential = check_clique(phi, potential)
-    res, name = _auto_route(phi, potential)
+    check_rng(rng)  # a bad `rng` is an error even where the route draws no random numbers
+    res, name = _auto_route(phi, potential, rng)
     return renamed(res, name, t0)
 
 
-def _auto_route(phi, potential):
+def _auto_rng(rng) -> np.random.Generator:
+    """The node orders of one ICM run of "auto": a fresh generator per run from a seed (``None``: 0,
+    so that "auto" is deterministic by default), or the caller's ``Generator`` itself."""
+    return check_rng(0 if rng is None else rng)
+
+
+def _auto_route(phi, potential, rng=None):
     n, m = phi.shape
     fam = potential.family
     t0 = time.perf_counter()  # the returned time is replaced by that of the whole route
@@ -112,7 +119,7 @@ def _auto_route(phi, potential):
         return np.argmax(phi, axis=1).astype(np.int64)
 
     def run_icm(labels):
-        return _icm(phi, potential, labels, 100, np.random.default_rng(0), t0)
+        return _icm(phi, potential, labels, 100, _auto_rng(rng), t0)
 
     if m <= 2 or fam == "max":
         return _alpha_pass(phi, potential, t0), "alpha_pass"
@@ -141,7 +148,7 @@ def _auto_route(phi, potential):
         # worse than `icm`: expansion only raises its score
         table, tol = kargs[1], tolerance(phi, potential)
         plain = start()
-        _icm_labels(phi, potential, plain, _AUTO_ICM_SWEEPS, np.random.default_rng(0), kargs, tol)
+        _icm_labels(phi, potential, plain, _AUTO_ICM_SWEEPS, _auto_rng(rng), kargs, tol)
         runs = []
         known = np.zeros(0, dtype=np.int64)
         for labels, label in ((first, name + "+alpha_expansion"), (plain, "icm+alpha_expansion")):
@@ -177,7 +184,7 @@ _OPTIONS = {
 }
 
 
-def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResult:
+def clique_map(phi, potential, *, method: str = "auto", **options) -> CliqueMAPResult:
     """MAP labelling of a clique with a count-based potential, by a chosen or automatic method.
 
     Parameters
@@ -194,14 +201,18 @@ def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResu
         cliques). Otherwise it takes two starts, polishes both by a local search that only raises
         the score and returns the better. For SUM potentials the starts are generalized alpha-pass
         (``p = 2``, its label pairs restricted to the 12 labels whose single-label sweeps score
-        best) and ICM's local optimum (as :func:`icm` with ``rng=0``), and the search is
-        alpha-expansion (ICM when ``n * n * m > 10^8``). For the others they are generalized
-        alpha-pass (modified alpha-pass for majority potentials) and each node's best label, and
-        the search is ICM.
+        best) and ICM's local optimum (as :func:`icm` with ``rng=0``, or with the ``rng`` option),
+        and the search is alpha-expansion (ICM when ``n * n * m > 10^8``). For the others they are
+        generalized alpha-pass (modified alpha-pass for majority potentials) and each node's best
+        label, and the search is ICM.
     **options
         The chosen method's options: ``p`` (``"generalized_alpha_pass"``), ``init`` and
-        ``max_iter`` (``"icm"``, ``"alpha_expansion"``), ``rng`` (``"icm"``), ``max_compositions``
-        (``"exact"``). ``"auto"`` and the other methods take none.
+        ``max_iter`` (``"icm"``, ``"alpha_expansion"``), ``rng`` (``"icm"``, ``"auto"``),
+        ``max_compositions`` (``"exact"``). The other methods take none. ``"auto"``'s ``rng`` (None,
+        an int seed or a ``numpy.random.Generator``) orders the nodes of its ICM runs: a seed starts
+        each run afresh, so that its ICM from each node's best label is ``icm`` with that seed, and
+        ``None`` is the seed 0, so that ``"auto"`` gives the same answer every time; a ``Generator``
+        is drawn from by the runs in turn.
 
     Returns
     -------
@@ -213,7 +224,8 @@ def clique_map(phi, potential, method: str = "auto", **options) -> CliqueMAPResu
     Raises
     ------
     ValueError
-        ``method`` is not a key of :data:`METHODS`, or an option does not apply to it.
+        ``method`` is not a key of :data:`METHODS`, or an option does not apply to it (for example
+        ``rng`` with a method that draws no random numbers).
 
     Examples
     --------

@@ -313,7 +313,7 @@ def _expansion_step(
             continue
         lo = start[y]
         hi = start[y + 1]
-        if hi - lo > 32:  # a merge sort of the group's keys
+        if hi - lo > 32:  # a stable sort of the group's keys (merge or radix: _argsort_stable)
             for t in range(hi - lo):
                 gkeys[t] = keys[nodes[lo + t]]
                 buf[t] = nodes[lo + t]
@@ -551,19 +551,22 @@ def alpha_pass_labels(phi, kind, table, W):
         b1[u] = i1
         b2[u] = i2
     out = np.empty(n, dtype=np.int64)
-    in_lab = np.empty(n, dtype=np.int64)
     inv = np.empty(n)
     outv = np.empty(n)
     keys = np.empty(n)
     order = np.empty(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)
+    best_order = np.empty(n, dtype=np.int64)
+    s_in = np.empty(n, dtype=np.int64)
+    s_out = np.empty(n, dtype=np.int64)
+    s_inv = np.empty(n)
     suf = np.empty(n + 1)
     c = np.empty(m, dtype=np.int64)
     best_v = -np.inf
     best_alpha = -1
     best_k = 0
     for alpha in range(m):
-        # node values gathered once, so that the sweep in sorted order reads small arrays only
+        # node values gathered once, so that the sort reads small arrays only
         for u in range(n):
             o = b2[u] if b1[u] == alpha else b1[u]
             out[u] = o
@@ -571,22 +574,27 @@ def alpha_pass_labels(phi, kind, table, W):
             outv[u] = phi[u, o]
             keys[u] = -_move_key(inv[u], outv[u])
         _argsort_stable(keys, n, order, buf)
-        for u in range(n):
-            in_lab[u] = alpha
-        v, k = _sweep_best(order, in_lab, out, inv, outv, kind, table, W, c, suf)
+        # the sweep in sorted order (every in-label is alpha, so no array of in-labels is read)
+        suf[n] = 0.0
+        for t in range(n - 1, -1, -1):
+            u = order[t]
+            s_in[t] = alpha
+            s_out[t] = out[u]
+            s_inv[t] = inv[u]
+            suf[t] = suf[t + 1] + outv[u]
+        v, k = _scan_best(s_in, s_out, s_inv, suf, kind, table, W, c)
         if v > best_v or best_alpha < 0:
             best_v = v
             best_alpha = alpha
             best_k = k
+            for t in range(n):
+                best_order[t] = order[t]
     alpha = best_alpha
     labels = np.empty(n, dtype=np.int64)
     for u in range(n):
-        o = b2[u] if b1[u] == alpha else b1[u]
-        labels[u] = o
-        keys[u] = -_move_key(phi[u, alpha], phi[u, o])
-    _argsort_stable(keys, n, order, buf)
+        labels[u] = b2[u] if b1[u] == alpha else b1[u]
     for t in range(best_k):
-        labels[order[t]] = alpha
+        labels[best_order[t]] = alpha
     return labels
 
 
@@ -632,6 +640,9 @@ def subset_pass_labels(phi, S, kind, table, W):
     keys = np.empty(n)
     order = np.empty(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)
+    s_in = np.empty(n, dtype=np.int64)
+    s_out = np.empty(n, dtype=np.int64)
+    s_inv = np.empty(n)
     suf = np.empty(n + 1)
     c = np.empty(m, dtype=np.int64)
     best_v = -np.inf
@@ -666,7 +677,7 @@ def subset_pass_labels(phi, S, kind, table, W):
             for t in range(best_k):
                 labels[order[t]] = in_lab[order[t]]
             return labels
-        v, k = _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf)
+        v, k = _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf, s_in, s_out, s_inv)
         if v > best_v or best_p < 0:
             best_v = v
             best_p = p
@@ -674,14 +685,30 @@ def subset_pass_labels(phi, S, kind, table, W):
     return out_lab  # unreachable: the loop returns at p == P
 
 
+# _argsort_stable sorts fewer keys than this by merge sort, more by radix sort (measured crossover)
+_RADIX_MIN = 64
+
+
 @njit
 def _argsort_stable(keys, n, order, buf):
     """Indices sorting ``keys[:n]`` ascending, ties by index (what ``np.argsort(kind="stable")`` gives).
 
-    Insertion sort of runs of 16, then bottom-up merges between ``order`` and ``buf`` (both (>= n,)
-    int64, the caller's): no allocation, which is most of the cost of numba's ``np.argsort`` on the
-    ~100-element arrays sorted here thousands of times.
+    Writes them to ``order[:n]``; ``order`` and ``buf`` (both (>= n,) int64) are the caller's. Below
+    ``_RADIX_MIN`` keys a merge sort, which allocates nothing; from there an LSD radix sort, whose
+    passes cost O(n) without a data-dependent branch (a merge sort's mispredicted comparisons, about
+    ``log2 n`` per key, were most of alpha-pass's time on large cliques: 3x the radix sort's time from
+    a few hundred keys on, measured on fresh keys, which a branch predictor cannot learn). Keys are
+    finite or +-inf, never NaN.
     """
+    if n >= _RADIX_MIN:
+        _radix_argsort(keys, n, order, buf)
+    else:
+        _merge_argsort(keys, n, order, buf)
+
+
+@njit
+def _merge_argsort(keys, n, order, buf):
+    """:func:`_argsort_stable` by merge sort: insertion sort of runs of 16, then bottom-up merges."""
     run = 16
     for i in range(n):
         order[i] = i
@@ -731,38 +758,118 @@ def _argsort_stable(keys, n, order, buf):
 
 
 @njit
+def _radix_argsort(keys, n, order, buf):
+    """:func:`_argsort_stable` by LSD radix sort on the bytes of the keys' order-preserving uint64 images.
+
+    A float's bits, with the sign bit set for non-negative numbers and all bits flipped for negative
+    ones, order as unsigned integers as the floats do (``-0.0`` is first made ``0.0``, so that the
+    two tie as they compare). Eight stable passes of 8 bits, skipping a byte that all keys share.
+    """
+    ka = np.empty(n, dtype=np.uint64)
+    kb = np.empty(n, dtype=np.uint64)
+    fb = kb.view(np.float64)
+    for i in range(n):
+        k = keys[i]
+        fb[i] = 0.0 if k == 0.0 else k
+    sign = np.uint64(1) << np.uint64(63)
+    for i in range(n):
+        v = kb[i]
+        ka[i] = ~v if v & sign else v | sign
+    hist = np.zeros((8, 256), dtype=np.int64)
+    byte = np.uint64(255)
+    for i in range(n):
+        v = ka[i]
+        for p in range(8):
+            hist[p, (v >> np.uint64(8 * p)) & byte] += 1
+    for i in range(n):
+        order[i] = i
+    start = np.empty(256, dtype=np.int64)
+    swapped = False  # whether the keys are in kb and the indices in buf
+    for p in range(8):
+        s = 0
+        shared = False
+        for d in range(256):
+            c = hist[p, d]
+            if c == n:
+                shared = True
+                break
+            start[d] = s
+            s += c
+        if shared:
+            continue
+        if swapped:
+            _radix_pass(kb, ka, buf, order, start, np.uint64(8 * p), n)
+        else:
+            _radix_pass(ka, kb, order, buf, start, np.uint64(8 * p), n)
+        swapped = not swapped
+    if swapped:
+        for i in range(n):
+            order[i] = buf[i]
+
+
+@njit
+def _radix_pass(src_k, dst_k, src_i, dst_i, start, shift, n):
+    """One stable counting-sort pass on the byte of ``src_k`` at ``shift``; ``start`` (256,): each byte's first slot."""
+    byte = np.uint64(255)
+    for i in range(n):
+        v = src_k[i]
+        d = (v >> shift) & byte
+        pos = start[d]
+        start[d] = pos + 1
+        dst_k[pos] = v
+        dst_i[pos] = src_i[i]
+
+
+@njit
 def _before(ka, ua, kb, ub):
     """Whether (key ``ka``, node ``ua``) precedes (``kb``, ``ub``): larger key first, then lower node."""
     return ka > kb or (ka == kb and ua < ub)
 
 
 @njit
-def _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf):
+def _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf, s_in, s_out, s_inv):
     """Best ``(value, k)`` of one sweep: the first ``k`` nodes of ``order`` take their in-label.
 
-    Ties go to the first best ``k``; :func:`alpha_pass_labels`, :func:`subset_pass_labels` and
-    :func:`pair_pass_labels` keep the first best sweep, so the labelling is the first best (subset, k).
-    ``c`` (m,) and ``suf`` (n+1,) are work arrays.
+    Gathers the sweep in ``order`` into ``s_in``, ``s_out``, ``s_inv`` (n,) and the suffix sums of the
+    out-values into ``suf`` (n+1,), so that :func:`_scan_best` reads contiguous arrays, then scans it.
+    ``c`` (m,) is a work array.
     """
     n = order.shape[0]
-    m = c.shape[0]
     suf[n] = 0.0
     for t in range(n - 1, -1, -1):
-        suf[t] = suf[t + 1] + outv[order[t]]
+        u = order[t]
+        s_in[t] = in_lab[u]
+        s_out[t] = out_lab[u]
+        s_inv[t] = inv[u]
+        suf[t] = suf[t + 1] + outv[u]
+    return _scan_best(s_in, s_out, s_inv, suf, kind, table, W, c)
+
+
+@njit
+def _scan_best(s_in, s_out, s_inv, suf, kind, table, W, c):
+    """Best ``(value, k)`` of one sweep given in sweep order: the first ``k`` nodes take their in-label.
+
+    Node ``t`` of the sweep has in-label ``s_in[t]`` (value ``s_inv[t]``) and out-label ``s_out[t]``;
+    ``suf[t]`` (n+1,) is the sum of the out-values of nodes ``t..n-1`` (``suf[n] = 0``).
+    Ties go to the first best ``k``; :func:`alpha_pass_labels`, :func:`subset_pass_labels` and
+    :func:`pair_pass_labels` keep the first best sweep, so the labelling is the first best (subset, k).
+    ``c`` (m,) is a work array.
+    """
+    n = s_in.shape[0]
+    m = c.shape[0]
     for y in range(m):
         c[y] = 0
-    for u in range(n):
-        c[out_lab[u]] += 1
+    for t in range(n):
+        c[s_out[t]] += 1
     fin, ninf = _sum_terms(c, table) if kind == KIND_SUM else (0.0, 0)
     pre = 0.0
     best_v = -np.inf
     best_k = -1
     for k in range(n + 1):
         if k > 0:
-            u = order[k - 1]
-            a = out_lab[u]
-            b = in_lab[u]
-            pre += inv[u]
+            a = s_out[k - 1]
+            b = s_in[k - 1]
+            pre += s_inv[k - 1]
             c[a] -= 1
             c[b] += 1
             if kind == KIND_SUM:
@@ -829,6 +936,9 @@ def pair_pass_labels(phi, kind, table, W, n_top):
     rest = np.empty(n, dtype=np.int64)
     stamp = np.full(n, -1, dtype=np.int64)
     c = np.empty(m, dtype=np.int64)
+    s_in = np.empty(n, dtype=np.int64)
+    s_out = np.empty(n, dtype=np.int64)
+    s_inv = np.empty(n)
     suf = np.empty(n + 1)
     best_v = -np.inf
     best_a = -1
@@ -933,7 +1043,7 @@ def pair_pass_labels(phi, kind, table, W, n_top):
             for t in range(best_k):
                 labels[order[t]] = in_lab[order[t]]
             return labels
-        v, k = _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf)
+        v, k = _sweep_best(order, in_lab, out_lab, inv, outv, kind, table, W, c, suf, s_in, s_out, s_inv)
         if pp < m:
             single[a] = v
         if v > best_v or best_a < 0:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._results import INACCURATE_STATUSES, OPTIMAL, frozen_array, stop_message, warn_stopped
+from .._results import INACCURATE_STATUSES, Result, frozen_array, stop_message, warn_stopped
 from ._score import score_parts
 
 __all__ = ["CliqueMAPResult"]
 
 
 @dataclass(frozen=True)
-class CliqueMAPResult:
+class CliqueMAPResult(Result):
     """A labelling of a clique and its score.
 
     Attributes
@@ -38,8 +38,9 @@ class CliqueMAPResult:
         False only when a local search (``icm``, ``alpha_expansion``) stopped at ``max_iter``, which
         comes with a :class:`~tractable.ConvergenceWarning`.
     n_iter : int
-        Sweeps (alpha-pass: one per label or label subset; ICM: over all nodes), rounds
-        (alpha-expansion) or subproblems solved (exact methods).
+        Sweeps (alpha-pass: one per label or label subset; ICM: over all nodes) or rounds
+        (alpha-expansion); 0 for the exact methods (``exact_clique_map``, ``majority_exact``: their
+        ``message`` counts the subproblems solved) and for ``majority_alpha_pass``.
     status : str
         ``"optimal"`` when ``exact``; ``"completed"`` for a one-pass method without an optimality
         guarantee for this potential; ``"converged"`` or ``"max_iter_reached"`` for a local search.
@@ -51,13 +52,7 @@ class CliqueMAPResult:
     score: float
     node_score: float
     clique_score: float
-    method: str
     exact: bool
-    time: float
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = field(default="")
 
 
 def make_result(

@@ -20,12 +20,12 @@ scores by one batched call of the potential on the (B, m) count vectors).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._numba import njit
-from .._results import COMPLETED, OPTIMAL, frozen_array, stop_message
+from .._results import COMPLETED, OPTIMAL, Result, frozen_array, stop_message
 from .._validate import as_float_array
 from . import _kernels
 from ._validate import check_potential, kernel_args
@@ -39,7 +39,7 @@ _CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
-class CliqueMAPBatch:
+class CliqueMAPBatch(Result):
     """Labellings of a stack of cliques and their scores (one row per clique).
 
     Attributes
@@ -72,13 +72,7 @@ class CliqueMAPBatch:
     score: np.ndarray
     node_score: np.ndarray
     clique_score: np.ndarray
-    method: str
     exact: bool
-    time: float
-    converged: bool = True
-    n_iter: int = 0
-    status: str = OPTIMAL
-    message: str = field(default="")
 
     def __len__(self) -> int:
         return int(self.assignment.shape[0])

@@ -53,8 +53,8 @@ def exact_clique_map(phi, potential, *, max_compositions: int = 200_000) -> Cliq
     Returns
     -------
     CliqueMAPResult
-        ``exact`` is True and ``status`` ``"optimal"``; ``n_iter`` is the number of assignment
-        problems solved.
+        ``exact`` is True, ``status`` ``"optimal"`` and ``n_iter`` 0 (an exact method); ``message``
+        says how many assignment problems were solved.
 
     Raises
     ------
@@ -106,4 +106,5 @@ def _exact_clique_map(phi, potential, t0) -> CliqueMAPResult:
         v = float(phi[rows, lab].sum()) + c
         if v > best_v:
             best_v, best_lab = v, lab
-    return make_result(phi, potential, best_lab, "exact", t0, exact=True, status=OPTIMAL, n_iter=solved)
+    detail = f"{solved} of {comps.shape[0]} count vectors solved as assignment problems"
+    return make_result(phi, potential, best_lab, "exact", t0, exact=True, status=OPTIMAL, detail=detail)

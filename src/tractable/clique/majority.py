@@ -82,8 +82,8 @@ def majority_alpha_pass(phi, W) -> CliqueMAPResult:
     -------
     CliqueMAPResult
         ``exact`` is True (``status="optimal"``) only for ``m <= 2`` (for ``m > 2`` the ratio can be
-        as low as 1/2, Sec. 3.3.1 of [1]_; ``status="completed"``). ``n_iter`` is the number of
-        sweeps, ``m``.
+        as low as 1/2, Sec. 3.3.1 of [1]_; ``status="completed"``). ``n_iter`` is 0 (a one-pass
+        method).
 
     References
     ----------
@@ -108,7 +108,7 @@ def _majority_alpha_pass(phi, W, pot, t0) -> CliqueMAPResult:
             best_v, best_lab = v, lab
     exact = m <= 2
     return make_result(
-        phi, pot, best_lab, "majority_alpha_pass", t0, exact=exact, status=OPTIMAL if exact else COMPLETED, n_iter=m
+        phi, pot, best_lab, "majority_alpha_pass", t0, exact=exact, status=OPTIMAL if exact else COMPLETED
     )
 
 
@@ -199,8 +199,8 @@ def majority_exact(phi, W) -> CliqueMAPResult:
     Returns
     -------
     CliqueMAPResult
-        ``exact`` is True and ``status`` ``"optimal"``; ``n_iter`` is the number of matching problems
-        handed to the solver.
+        ``exact`` is True, ``status`` ``"optimal"`` and ``n_iter`` 0 (an exact method); ``message``
+        says how many matching problems were handed to the solver.
 
     Notes
     -----
@@ -247,4 +247,5 @@ def _majority_exact(phi, W, pot, t0) -> CliqueMAPResult:
         v = sum(score_parts(phi, pot, lab))
         if v > best_v:
             best_v, best_lab = v, lab
-    return make_result(phi, pot, best_lab, "majority_exact", t0, exact=True, status=OPTIMAL, n_iter=solved)
+    detail = f"{solved} matching problems solved"
+    return make_result(phi, pot, best_lab, "majority_exact", t0, exact=True, status=OPTIMAL, detail=detail)
