@@ -151,3 +151,13 @@ def test_solve_mmp_with_evidence_writes_all_variables(tmp_path, capsys):
     )
     out = capsys.readouterr().out.split("\n")
     assert out[0] == "MMP" and out[1].split()[0] == "3" and out[1].split()[2] == "1"
+
+
+def test_solve_time_limit_reaches_the_iterative_engines(tmp_path, capsys):
+    from tractable.io import write_uai
+
+    write_uai(tmp_path / "m.uai", _table_only(0))
+    assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "lbp", "--time-limit", "5"]) == 0
+    capsys.readouterr()
+    assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--time-limit", "5"]) == 2
+    assert "`--time-limit` applies to `--method lbp` and `--task MMP` only" in capsys.readouterr().err

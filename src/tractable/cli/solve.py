@@ -43,11 +43,11 @@ def _mmp(fg, task, method, evidence, options, progress):
 #: names of the options (as keyword arguments, the flags spelled with ``_``) that it uses.
 SOLVERS: dict[tuple[str, str], tuple] = {
     **{(t, m): (_exact, ("max_table_size",)) for t in ("MAR", "MAP", "PR") for m in _EXACT_METHODS},
-    **{(t, "lbp"): (_lbp, ("max_iter", "tol", "damping")) for t in ("MAR", "MAP", "PR")},
-    ("MMP", "auto"): (_mmp, ("epsilon", "max_sweeps", "seed")),
-    ("MMP", "adaptive_mmp"): (_mmp, ("epsilon", "max_sweeps", "seed")),
+    **{(t, "lbp"): (_lbp, ("max_iter", "tol", "damping", "time_limit")) for t in ("MAR", "MAP", "PR")},
+    ("MMP", "auto"): (_mmp, ("epsilon", "max_sweeps", "seed", "time_limit")),
+    ("MMP", "adaptive_mmp"): (_mmp, ("epsilon", "max_sweeps", "seed", "time_limit")),
 }
-_OPTIONS = ("max_table_size", "max_iter", "tol", "damping", "epsilon", "max_sweeps", "seed")
+_OPTIONS = ("max_table_size", "max_iter", "tol", "damping", "epsilon", "max_sweeps", "seed", "time_limit")
 
 
 def register(subparsers) -> None:
@@ -88,6 +88,13 @@ def register(subparsers) -> None:
     p.add_argument("--epsilon", type=float, default=None, help="MMP: error probability of a final decision (1e-5)")
     p.add_argument("--max-sweeps", type=int, default=None, metavar="N", help="MMP: sweep budget (default 500)")
     p.add_argument("--seed", type=int, default=None, help="MMP: random seed (the same seed, the same result)")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help="lbp and MMP: stop after S seconds with the answer so far (a warning says so)",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write the result here instead of stdout")
     p.set_defaults(func=_run)
 
@@ -119,7 +126,9 @@ def _solver(task: str, method: str, given: dict):
     if unused:
         flag = f"--{unused[0].replace('_', '-')}"
         users = [(t, m) for (t, m), (_, u) in SOLVERS.items() if unused[0] in u]
-        if all(t == "MMP" for t, _ in users):
+        if any(t == "MMP" for t, _ in users) and any(m == "lbp" for _, m in users):
+            where, got = "`--method lbp` and `--task MMP`", f"--task {task} --method {method}"
+        elif all(t == "MMP" for t, _ in users):
             where, got = "`--task MMP`", f"--task {task}"
         elif all(m == "lbp" for _, m in users):
             where, got = "`--method lbp`", f"--method {method}"
