@@ -213,7 +213,7 @@ def main(argv=None):
                 ours_gap_threads_iter=to_gap2.n_iter,
             )
             if terms <= args.ref_max_terms[int(squared)]:
-                ref = solve(model, "clarabel" if squared else "highs", time_limit=args.ref_time_limit)
+                ref = solve(model, method="clarabel" if squared else "highs", time_limit=args.ref_time_limit)
                 opt = ref.objective if ref.status == "optimal" else float("nan")
                 row.update(
                     ref=ref.method,

@@ -197,7 +197,7 @@ def test_marginals_batch_empty_and_frozen():
         (np.zeros((2, 3)), np.zeros((3, 4)), {}, ValueError, r"`f` must have shape \(2, 4\)"),
         (np.full((2, 3), np.nan), np.zeros(4), {}, ValueError, "`theta` must not contain NaN"),
         (np.zeros((2, 3)), np.full(4, np.inf), {}, ValueError, r"`f` must not contain \+inf"),
-        (np.zeros((2, 3)), np.zeros(4), {"method": "fft"}, ValueError, "`method`"),
+        (np.zeros((2, 3)), np.zeros(4), {"method": "fourier"}, ValueError, "`method`"),
         (np.zeros((2, 3)), np.zeros(4), {"method": "chain", "crossover": 3}, TypeError, "crossover"),
     ],
 )

@@ -116,7 +116,7 @@ def test_map_batches_tree_marginals(client, seed):
         client=client,
     )
     # each block is one vectorized pass over its own models: the same floats per model
-    np.testing.assert_allclose(got.node_marginals, want.node_marginals, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(got.marginals, want.marginals, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(got.log_partition, want.log_partition, rtol=1e-13)
 
 
@@ -241,6 +241,37 @@ def test_bad_input(client, tmp_path):
         HLMRFShards([])
     with pytest.raises(TypeError, match=r"`sources`\[0\] must be a path or a callable"):
         HLMRFShards([3])
+
+
+def test_split_options_for_shards_are_rejected(client, tmp_path):
+    # a shard is one block: no term order to choose, nothing split at random
+    model = _random_model(5, m=6, r=0)
+    model.save(tmp_path / "m.npz")
+    shards = HLMRFShards([tmp_path / "m.npz"])
+    with pytest.raises(ValueError, match=r"`strategy` must be 'bfs' \(the default\) for HLMRFShards.*got 'random'\."):
+        solve(shards, client, strategy="random")
+    with pytest.raises(ValueError, match=r"`strategy` must be 'bfs'.*got 'contiguous'\."):
+        solve(shards, client, strategy="contiguous", max_iter=5)
+    with pytest.raises(ValueError, match=r"`rng` must be None for HLMRFShards.*got 7\."):
+        solve(shards, client, rng=7)
+    # the defaults still run
+    res = solve(shards, client, strategy="bfs", rng=None, max_iter=20_000)
+    assert res.converged
+
+
+def test_rng_without_the_random_strategy_is_rejected(client):
+    model = _random_model(5, m=6, r=0)
+    for strategy in ("bfs", "contiguous"):
+        with pytest.raises(
+            ValueError, match=rf"`rng` must be None unless `strategy`='random'.*got 3 with `strategy`='{strategy}'\."
+        ):
+            solve(model, client, strategy=strategy, rng=3)
+    with pytest.raises(ValueError, match=r"`rng` must be None unless `strategy`='random'.*`strategy`='bfs'"):
+        solve(model, client, rng=np.random.default_rng(0))
+    # with the random strategy the seed is used: the same seed, the same partition and iterates
+    a = solve(model, client, strategy="random", rng=3, n_partitions=2, max_iter=30)
+    b = solve(model, client, strategy="random", rng=3, n_partitions=2, max_iter=30)
+    np.testing.assert_array_equal(a.x, b.x)
 
 
 def test_model_without_terms(client):

@@ -1,9 +1,22 @@
-"""Random hinge-loss MRFs shared by the hlmrf tests."""
+"""Random hinge-loss MRFs shared by the hlmrf tests, and the marker of the tests that need Clarabel."""
+
+import importlib.util
 
 import numpy as np
 import pytest
 
 from tractable.hlmrf import HLMRF
+
+#: Clarabel (the ``ref`` extra) gives the exact optimum of the QPs (squared hinges); only the tests
+#: that call it carry ``needs_clarabel``, the others run without it
+HAVE_CLARABEL = importlib.util.find_spec("clarabel") is not None
+needs_clarabel = pytest.mark.skipif(not HAVE_CLARABEL, reason="needs clarabel (pip install 'tractable[ref]')")
+
+
+def squared_cases(*values):
+    """Parameters ``squared``: a case other than ``False`` (all linear: HiGHS) needs Clarabel for its
+    reference optimum."""
+    return [v if v is False else pytest.param(v, marks=needs_clarabel) for v in values]
 
 
 def random_model(seed, *, n=6, m=10, r=3, squared=False, senses=("<=", ">=", "=="), max_arity=4):

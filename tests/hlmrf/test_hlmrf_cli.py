@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
+from tractable.cli.hlmrf import register
 from tractable.datasets import opinion_diffusion
 from tractable.hlmrf import solve
-from tractable.cli.hlmrf import register
 
 
 def _main(argv):
@@ -26,7 +26,7 @@ def test_cli_solves_a_saved_model(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "status     converged" in text
-    ref = solve(m, "clarabel")
+    ref = solve(m, method="clarabel")
     np.testing.assert_allclose(m.objective(np.load(out)), ref.objective, rtol=1e-4)
     rc = _main(["hlmrf", str(tmp_path / "m.npz"), "--method", "clarabel", "-o", str(tmp_path / "x.txt")])
     assert rc == 0
@@ -41,9 +41,9 @@ def test_cli_passes_only_the_options_the_user_set(tmp_path, monkeypatch):
     seen = []
     real = admm.solve
 
-    def spy(model, method="admm", **kwargs):
+    def spy(model, *, method="admm", **kwargs):
         seen.append((method, kwargs))
-        return real(model, method, **kwargs)
+        return real(model, method=method, **kwargs)
 
     monkeypatch.setattr(admm, "solve", spy)
     assert _main(["hlmrf", str(tmp_path / "m.npz"), "--no-progress"]) == 0
@@ -130,7 +130,7 @@ def test_cli_threads_option(tmp_path, monkeypatch, numba_threads):
 
     def spy(model, method="admm", **kwargs):
         seen.append(kwargs.get("parallel"))
-        return real(model, method, **kwargs)
+        return real(model, method=method, **kwargs)
 
     monkeypatch.setattr(admm, "solve", spy)
     assert _main(["hlmrf", str(tmp_path / "m.npz"), "--no-progress", "--threads", "1"]) == 0

@@ -37,7 +37,9 @@ def test_bulk_constructors_match_single_adds(make_model):
     x = np.random.default_rng(0).random(single.n_variables)
     assert bulk.objective(x) == single.objective(x)
     assert bulk.max_violation(x) == single.max_violation(x)
-    assert solve(bulk, "clarabel").objective == pytest.approx(solve(single, "clarabel").objective, rel=1e-9)
+    assert solve(bulk, method="clarabel").objective == pytest.approx(
+        solve(single, method="clarabel").objective, rel=1e-9
+    )
 
 
 def test_arrays_are_read_only_and_inputs_not_mutated():
@@ -65,7 +67,7 @@ def test_save_load_round_trip(tmp_path, make_model):
     for key, val in m.constraint_arrays().items():
         np.testing.assert_array_equal(back.constraint_arrays()[key], val)
     np.testing.assert_array_equal(back.fixed[1], [0.25])
-    assert solve(back, "clarabel").objective == pytest.approx(solve(m, "clarabel").objective, rel=1e-12)
+    assert solve(back, method="clarabel").objective == pytest.approx(solve(m, method="clarabel").objective, rel=1e-12)
 
 
 def test_load_rejects_other_files(tmp_path):

@@ -9,13 +9,11 @@ from tractable import ConvergenceWarning
 from tractable.datasets import opinion_diffusion
 from tractable.hlmrf import solve
 
-from .conftest import random_model
-
-pytest.importorskip("clarabel")
+from .conftest import random_model, squared_cases
 
 
 @pytest.mark.parametrize("mean_degree", [None, 1.5])
-@pytest.mark.parametrize("squared", [False, True])
+@pytest.mark.parametrize("squared", squared_cases(False, True))
 def test_default_answer_is_feasible_and_certified(squared, mean_degree):
     model = opinion_diffusion(400, squared=squared, mean_degree=mean_degree, rng=11)
     with warnings.catch_warnings():
@@ -23,7 +21,7 @@ def test_default_answer_is_feasible_and_certified(squared, mean_degree):
         r = solve(model)
     assert r.converged and r.status == "converged" and "certified gap" in r.message
     assert r.max_violation <= 1e-6 and r.gap <= 5e-4
-    exact = solve(model, "clarabel" if squared else "highs").objective
+    exact = solve(model, method="clarabel" if squared else "highs").objective
     # certified, hence true against the exact optimum (Clarabel's is accurate to about 1e-8)
     assert r.lower_bound <= exact + 1e-7
     assert (r.objective - exact) / max(abs(r.objective), 1.0) <= 5e-4 + 1e-7

@@ -131,7 +131,7 @@ def test_threads_and_gap_tol_options(program, capsys, monkeypatch):
 
     def spy(model, method="admm", **kwargs):
         seen.append({k: kwargs.get(k) for k in ("parallel", "gap_tol")})
-        return real(model, method, **kwargs)
+        return real(model, method=method, **kwargs)
 
     monkeypatch.setattr(psl_model, "solve", spy)
     before = numba.get_num_threads()

@@ -76,7 +76,7 @@ def _run(args) -> int:
         options["parallel"] = set_threads(args.threads) or None
     if args.method == "admm" and not args.no_progress:
         options["progress"] = True  # the CLI shows a bar by default; the API does not
-    res = solve(model, args.method, **{k: v for k, v in options.items() if v is not None})
+    res = solve(model, method=args.method, **{k: v for k, v in options.items() if v is not None})
     print(f"model      {model!r}")
     print(f"method     {res.method}")
     print(f"status     {res.status}")

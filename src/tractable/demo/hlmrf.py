@@ -34,7 +34,7 @@ def demo_rows() -> list[dict]:
                 }
             )
             continue
-        ref = solve(model, ref_method)
+        ref = solve(model, method=ref_method)
         rel = (res.objective - ref.objective) / max(abs(ref.objective), 1e-12)
         rows.append(
             {

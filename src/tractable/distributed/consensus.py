@@ -40,6 +40,7 @@ from .._results import CONVERGED, frozen_array, stop_message, warn_stopped
 from .._validate import as_float_array, check_choice, check_positive
 from ..hlmrf import HLMRF, MPEResult, _driver, partition
 from ..hlmrf import admm as _admm
+from ..hlmrf.bound import gap
 from ._block import BlockActor
 from ._workers import check_client, ensure_warm
 
@@ -133,9 +134,11 @@ def solve(
         value accepted). Blocks are placed on the workers round robin.
     strategy : {"bfs", "contiguous", "random"}, default "bfs"
         How :func:`tractable.hlmrf.partition.split_terms` orders the terms before cutting them into
-        blocks (``"bfs"`` keeps the shared variables few). Not for shards.
+        blocks (``"bfs"`` keeps the shared variables few). Not for shards (another value raises
+        ``ValueError``).
     rng : None, int or numpy.random.Generator
-        Seed of ``strategy="random"``.
+        Seed of ``strategy="random"``; with another strategy, or with shards, it must be None
+        (``ValueError``).
     timeout : float, default 300
         Seconds to wait for any one exchange with the workers before the run stops with a
         :class:`WorkerLostError`.
@@ -157,7 +160,7 @@ def solve(
     ValueError
         Workers without the driver's ``tractable``; ``n_partitions`` larger than the number of terms
         (or, for shards, different from the number of shards); shards over different variables;
-        an option out of range.
+        ``strategy`` or ``rng`` given where they are not used; an option out of range.
     WorkerLostError
         A worker holding a block left the cluster or did not answer within ``timeout``.
 
@@ -212,8 +215,9 @@ def _run(model, client, *, n_partitions, strategy, rng, timeout, options):
     client = check_client(client)
     timeout = check_positive(timeout, "timeout")
     strategy = check_choice(strategy, "strategy", partition.STRATEGIES)
-    workers = sorted(client.scheduler_info()["workers"])
     sharded = isinstance(model, HLMRFShards)
+    _check_split_options(strategy, rng, sharded)
+    workers = sorted(client.scheduler_info()["workers"])
     if sharded:
         if options.get("constraints") not in (None, "local"):
             raise ValueError(
@@ -248,6 +252,25 @@ def _run(model, client, *, n_partitions, strategy, rng, timeout, options):
     return _Driver(client, workers, timeout, t0).run(model, n_partitions, strategy, rng, opts, sharded)
 
 
+def _check_split_options(strategy: str, rng, sharded: bool) -> None:
+    """Reject the split options that the run would not use: ``strategy`` and ``rng`` for shards (each
+    shard is one block, nothing is split), ``rng`` unless ``strategy="random"`` (the seed of its order)."""
+    if sharded and strategy != "bfs":
+        raise ValueError(
+            f"`strategy` must be 'bfs' (the default) for HLMRFShards: each shard is one block and no term "
+            f"order is used; got {strategy!r}."
+        )
+    if sharded and rng is not None:
+        raise ValueError(
+            f"`rng` must be None for HLMRFShards: each shard is one block and nothing is split at random; got {rng!r}."
+        )
+    if rng is not None and strategy != "random":
+        raise ValueError(
+            f"`rng` must be None unless `strategy`='random' (it seeds the random term order); got {rng!r} with "
+            f"`strategy`={strategy!r}."
+        )
+
+
 def _no_terms(model, comp, opts, t0) -> MPEResult:
     """A model whose potentials and constraints all involve fixed variables only: nothing to send."""
     full = comp.x_fixed.copy()
@@ -269,7 +292,7 @@ def _no_terms(model, comp, opts, t0) -> MPEResult:
         message=stop_message(CONVERGED, "admm", 0, "no term has a free variable"),
         rho=float(opts["rho"]),
         lower_bound=float(comp.offset),
-        gap=_driver._gap(objective, comp.offset, viol),
+        gap=gap(objective, comp.offset, viol),
     )
 
 

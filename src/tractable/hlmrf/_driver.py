@@ -57,6 +57,7 @@ from .._results import (
 )
 from . import _kernels, bound, partition
 from ._result import MPEResult
+from .bound import FEASIBILITY_TOL
 
 #: iterations between convergence reports to Python (time limit, progress, adaptive rho)
 _CHUNK = 10
@@ -83,15 +84,6 @@ _DIVERGED = (
     "the multipliers diverge: their growth from iteration {m} to {n} is a Farkas certificate that no "
     "point of the box satisfies the constraints"
 )
-#: largest violation of a point whose objective certifies a gap
-FEASIBILITY_TOL = 1e-9
-
-
-def _gap(objective: float, lower_bound: float, violation: float) -> float:
-    """Certified relative gap of a point with ``objective`` and largest ``violation``; inf if not feasible."""
-    if not (violation <= FEASIBILITY_TOL and np.isfinite(lower_bound) and np.isfinite(objective)):
-        return float("inf")
-    return float(max(objective - lower_bound, 0.0) / max(abs(objective), 1.0))
 
 
 def infeasible_result(comp, rho: float, why: str, t0: float) -> MPEResult:
@@ -137,8 +129,8 @@ class _InProcess:
 
 
 class Fused(_InProcess):
-    """All terms as one block in the compiled loop (:func:`tractable.hlmrf._kernels.admm_run`, or
-    ``admm_run_parallel`` on numba's threads); ``terms`` and ``zcons`` as ``partition._split_constraints``
+    """All terms as one block in the compiled loop (:func:`tractable.hlmrf._kernels.admm_steps`, or
+    ``admm_steps_parallel`` on numba's threads); ``terms`` and ``zcons`` as ``partition._split_constraints``
     returns them, ``z`` of shape (n,) the start."""
 
     def __init__(self, model, comp, terms, zcons, z, *, alpha, eps_abs, eps_rel, parallel):
@@ -151,7 +143,10 @@ class Fused(_InProcess):
             eps_rel=eps_rel,
             watch=bool(np.any(terms[5] >= _kernels.KIND_LEQ)),
         )
-        self.terms, self.zcons = terms, zcons
+        # the kernels' arguments, prepared once: term data read-only (one compiled signature),
+        # the counts of the vectorized terms, and work space for the others (None when there are
+        # none: then the general code is not even compiled)
+        self.terms, self.zcons = _kernels.readonly(*terms), _kernels.readonly(*zcons)
         idx = terms[1]
         n_free = z.size
         self.x = z[idx]
@@ -159,28 +154,47 @@ class Fused(_InProcess):
         self.y_avg = np.zeros(idx.size)
         self.y_snap = None
         counts = np.bincount(idx, minlength=n_free)
-        self.cnt = counts.astype(np.float64)
+        (self.cnt,) = _kernels.readonly(counts.astype(np.float64))
         self.max_copies = float(counts.max(initial=0))
         self.cert = np.zeros(3)
         self.parallel = parallel
+        indptr, kind, weight = self.terms[0], self.terms[5], self.terms[4]
+        self.counts = _kernels.fast_counts(indptr, kind, weight)
+        self.zc_counts = _kernels.constraint_counts(self.zcons[0])
+        n_fast = sum(self.counts)
+        self.bp = _kernels.projection_scratch(self.zcons[0])
         if parallel:
             import numba
 
-            self.chunks = _kernels.parallel_chunks(terms[0], numba.get_num_threads())
+            self.chunks = _kernels.readonly(_kernels.parallel_chunks(indptr, numba.get_num_threads()))[0]
+            self.ipr = _kernels.rebased_runs(indptr, self.chunks)
+            self.run_counts = _kernels.run_counts(self.ipr, kind, weight, self.chunks)
+            self.scratch = _kernels.general_scratch(indptr, n_fast, self.chunks.size - 1)
+        else:
+            self.scratch = _kernels.general_scratch(indptr, n_fast)
+        self.cert_scratch = _kernels.general_scratch(indptr, n_fast)
 
     def step(self, k: int, rho: float) -> int:
-        state = (self.x, self.y, self.z, rho, self.alpha, self.eps_abs, self.eps_rel, self.watch, k, self.stats)
+        state = (self.x, self.y, self.z, float(rho), self.alpha, self.eps_abs, self.eps_rel, self.watch, k, self.stats)
+        zcons = (*self.zcons, *self.zc_counts)
         if self.parallel:
-            return _kernels.admm_run_parallel(*self.terms, self.cnt, self.chunks, *state, *self.zcons)
-        return _kernels.admm_run(*self.terms, self.cnt, *state, *self.zcons)
+            runs = (self.chunks, self.ipr, self.run_counts)
+            return _kernels.admm_steps_parallel(*self.terms, self.cnt, *runs, *state, *zcons, self.scratch, self.bp)
+        return _kernels.admm_steps(*self.terms, *self.counts, self.cnt, *state, *zcons, self.scratch, self.bp)
 
     def certify(self, averaged: bool = False):
         cert = self.cert
         y = self.y_avg if averaged else self.y
+        zcons = (*self.zcons, *self.zc_counts)
         if self.parallel:
-            bound.certificate_parallel(*self.terms, self.chunks, y, self.z, *self.zcons, self.max_copies, cert)
+            runs = (self.chunks, self.ipr, self.run_counts)
+            bound.certificate_pass_parallel(
+                *self.terms, *runs, y, self.z, *zcons, self.max_copies, cert, self.scratch, self.bp
+            )
         else:
-            bound.certificate(*self.terms, y, self.z, *self.zcons, self.max_copies, cert)
+            bound.certificate_pass(
+                *self.terms, *self.counts, y, self.z, *zcons, self.max_copies, cert, self.cert_scratch, self.bp
+            )
         return self.comp.offset + cert[0], self.comp.offset + cert[1], cert[2]
 
     def average(self) -> None:
@@ -321,13 +335,13 @@ def run(
                 # every bound ever computed is valid (weak duality holds for any multipliers), and ADMM's
                 # oscillate: the gap of z is taken against the best of them
                 best_lb = max(best_lb, lb)
-                gap_now = _gap(obj, best_lb, cviol)
+                gap_now = bound.gap(obj, best_lb, cviol)
                 n_checks += 1
                 near = gap_now <= _AVG_WITHIN * gap_tol or n_checks % _AVG_EVERY == 0
                 if gap_tol < gap_now and near and np.isfinite(gap_now) and (small or residual_off):
                     # a feasible z close to certified waits for its bound: try the averaged multipliers too
                     best_lb = max(best_lb, ex.certify(averaged=True)[0])
-                    gap_now = _gap(obj, best_lb, cviol)
+                    gap_now = bound.gap(obj, best_lb, cviol)
                 next_gap = n_iter + (_CHUNK if cviol <= FEASIBILITY_TOL else _GAP_EVERY_INFEASIBLE)
                 shown_gap = gap_now
                 # the gap target and small residuals (unless the residual test is off: eps_abs = eps_rel = 0)
@@ -371,7 +385,7 @@ def run(
         cert = ex.certify()
         lower_bound = max(best_lb, cert[0], ex.certify(averaged=True)[0])
     full, objective, viol = ex.answer(cert)
-    gap = _gap(objective, lower_bound, viol)
+    gap = bound.gap(objective, lower_bound, viol)
     # a converged feasible model has z within |c_k| * primal residual of each constraint's local copy
     viol_tol = 1e-6 + (2.0 * cmax * (stats[0] + stats[1] / rho) / min(alpha, 1.0) if cmax > 0 else 0.0)
     detail = ""

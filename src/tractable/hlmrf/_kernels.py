@@ -223,14 +223,20 @@ def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
 #: assumption about NaN or infinities (the squared hinges use an infinite upper end)
 VECTOR_MATH = {"reassoc", "contract", "nsz"}
 
+#: decorator of the closed forms that the vectorized loops call: each is compiled once, with the
+#: loops' flags, and LLVM inlines it into every caller (``forceinline``: the loops still
+#: vectorize). Inlining them into the callers' numba IR instead (``inline="always"``) copied,
+#: typed and lowered their bodies again at every call site: most of the former 20 s of compilation.
+vector_inline = njit(forceinline=True, fastmath=VECTOR_MATH, error_model="numpy")
 
-@njit(inline="always")
+
+@vector_inline
 def _pair_g(lam, d0, d1, c0, c1, e0, e1, b, ik):
     """``c·clip(d - lam e) + b - ik lam`` for two unknowns."""
     return b + c0 * min(max(d0 - lam * e0, 0.0), 1.0) + c1 * min(max(d1 - lam * e1, 0.0), 1.0) - ik * lam
 
 
-@njit(inline="always")
+@vector_inline
 def _pair_keep(p, fp, lo, flo, hi, fhi):
     """Bracket update: ``p`` replaces ``lo`` (largest point with F > 0) or ``hi`` (smallest with F <= 0)."""
     pos = fp > 0.0
@@ -239,7 +245,7 @@ def _pair_keep(p, fp, lo, flo, hi, fhi):
     return (p if to_lo else lo), (fp if to_lo else flo), (p if to_hi else hi), (fp if to_hi else fhi)
 
 
-@njit(inline="always")
+@vector_inline
 def pair_multiplier(d0, d1, c0, c1, e0, e1, b, ik, top):
     """The multiplier ``lam`` of a local problem or projection with at most two unknowns.
 
@@ -286,13 +292,13 @@ def pair_multiplier(d0, d1, c0, c1, e0, e1, b, ik, top):
     return 0.0 if f0 <= 0.0 else lam
 
 
-@njit(inline="always")
+@vector_inline
 def _pair_x(d, e, lam):
     """``clip(d - lam e, 0, 1)``, with the limit for ``lam = inf`` (and ``clip(d)`` where ``e = 0``)."""
     return min(max(d - (lam * e if e != 0.0 else 0.0), 0.0), 1.0)
 
 
-@njit(inline="always")
+@vector_inline
 def _projection_multiplier(d0, d1, c0, c1, e0, e1, b, eq):
     """``(lam, sign)`` of the projection onto ``{c·x + b <= 0}`` (``== 0`` when ``eq``) ∩ box; the
     point is ``clip(d - lam sign e)``."""
@@ -301,32 +307,39 @@ def _projection_multiplier(d0, d1, c0, c1, e0, e1, b, eq):
     return pair_multiplier(d0, d1, sgn * c0, sgn * c1, sgn * e0, sgn * e1, sgn * b, 0.0, np.inf), sgn
 
 
-@njit(inline="always")
+@njit(forceinline=True)
 def fast_eligible(k, kind, w):
     """Whether a term takes :func:`pair_multiplier`: a hinge or squared hinge, weight > 0, 1-2 unknowns."""
     return (k == 1 or k == 2) and (kind == KIND_HINGE or kind == KIND_SQUARED) and w > 0.0
 
 
-@njit
-def fast_counts(indptr, kind, weight):
+def _fast_mask(indptr, kind, weight) -> tuple[np.ndarray, np.ndarray]:
+    """The arity of every term and whether it takes :func:`pair_multiplier` (:func:`fast_eligible`)."""
+    k = np.diff(indptr)
+    return k, ((k == 1) | (k == 2)) & ((kind == KIND_HINGE) | (kind == KIND_SQUARED)) & (weight > 0.0)
+
+
+def _leading_run(mask: np.ndarray) -> int:
+    """Length of the leading run of True values of a boolean array."""
+    stop = np.flatnonzero(~mask)
+    return int(stop[0]) if stop.size else int(mask.size)
+
+
+def fast_counts(indptr, kind, weight) -> tuple[int, int]:
     """``(n_pair, n_single)``: the leading run of terms with two unknowns that take
-    :func:`pair_multiplier`, then the run of such terms with one unknown right after it."""
-    n_terms = indptr.shape[0] - 1
-    t = 0
-    while t < n_terms and indptr[t + 1] - indptr[t] == 2 and fast_eligible(2, kind[t], weight[t]):
-        t += 1
-    n_pair = t
-    while t < n_terms and indptr[t + 1] - indptr[t] == 1 and fast_eligible(1, kind[t], weight[t]):
-        t += 1
-    return n_pair, t - n_pair
+    :func:`pair_multiplier`, then the run of such terms with one unknown right after it.
+
+    (NumPy, once per block: the kernels take the counts as arguments.)"""
+    k, fast = _fast_mask(np.asarray(indptr), np.asarray(kind), np.asarray(weight))
+    n_pair = _leading_run(fast & (k == 2))
+    return n_pair, _leading_run((fast & (k == 1))[n_pair:])
 
 
 def kernel_order(indptr, kind, weight) -> np.ndarray:
     """A stable permutation of the terms putting those with two unknowns that take
     :func:`pair_multiplier` first, then those with one, then the rest (the layout
     :func:`block_pass` vectorizes; ``indptr`` of shape (n_terms + 1,))."""
-    k = np.diff(indptr)
-    fast = ((k == 1) | (k == 2)) & ((kind == KIND_HINGE) | (kind == KIND_SQUARED)) & (weight > 0)
+    k, fast = _fast_mask(indptr, kind, weight)
     group = np.where(fast, 2 - k, 2)
     return np.argsort(group, kind="stable")
 
@@ -362,7 +375,7 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
             for j in range(s, s + k):
                 out[j] = _pair_x(d[j], sgn * coef[j], lam)
         else:
-            local_update(kind[t], d, ones, s, coef, s, const[t], weight[t], rho, k, out, bp, 0)
+            local_update(kind[t], d, ones, s, coef, s, const[t], weight[t], rho, k, out, bp, np.int64(0))
 
 
 @njit(fastmath=VECTOR_MATH, error_model="numpy")
@@ -425,18 +438,12 @@ def _fast_terms(n_pair, n_single, zz, coef, const, weight, kind, x, y, rho, alph
     sums[2] += ynorm
 
 
-@njit
-def constraint_counts(indptr):
+def constraint_counts(indptr) -> tuple[int, int]:
     """``(n_pair, n_single)`` of consensus-step constraints: the leading run with two unknowns, then the
     run with one right after it (projected by :func:`_fast_projections`)."""
-    n = indptr.shape[0] - 1
-    t = 0
-    while t < n and indptr[t + 1] - indptr[t] == 2:
-        t += 1
-    n_pair = t
-    while t < n and indptr[t + 1] - indptr[t] == 1:
-        t += 1
-    return n_pair, t - n_pair
+    k = np.diff(indptr)
+    n_pair = _leading_run(k == 2)
+    return n_pair, _leading_run(k[n_pair:] == 1)
 
 
 def constraint_order(indptr) -> np.ndarray:
@@ -466,7 +473,7 @@ def _fast_projections(n_pair, n_single, d, sc, coef, const, kind, out):
         out[j] = _pair_x(d[j], sgn * e0, lam)
 
 
-@njit
+@njit(inline="always")
 def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, zl, rho, alpha, acc, sums, scratch, zz):
     """The term half of one consensus-ADMM iteration over one block of terms, in place.
 
@@ -484,23 +491,19 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
     The first ``n_pair`` terms have two unknowns, the next ``n_single`` one, and all of them take
     :func:`pair_multiplier` (:func:`fast_counts`, :func:`kernel_order`): they are gathered into
     ``zz`` (length at least ``2 n_pair + n_single``), run in one vectorized loop
-    (:func:`_fast_terms`) and scattered; the other terms run in one sweep each.
+    (:func:`_fast_terms`) and scattered; the other terms run in one sweep each
+    (:func:`_general_terms`).
 
     ``acc`` (one per local variable) is overwritten; ``sums`` receives the partial squared norms
     ``(sum_j (x_j - zl_v)^2, sum_j x_j^2, sum_j y_j^2)`` of step 1 (the previous iteration's
-    primal residual and the norms of its tolerances). ``scratch``: work space of length ``4 m``,
-    ``m`` at least the block's largest arity (:func:`max_arity`).
+    primal residual and the norms of its tolerances). ``scratch``: work space of the other terms,
+    of length ``4 m`` with ``m`` at least the block's largest arity (:func:`general_scratch`), or
+    ``None`` when every term takes the vectorized loop: then the general code is not compiled at
+    all (numba prunes the branch on the argument's type).
     """
-    n_terms = indptr.shape[0] - 1
-    maxk = scratch.shape[0] // 4
-    d = scratch[:maxk]
-    ones = scratch[maxk : 2 * maxk]
-    ones[:] = 1.0
-    bp = scratch[2 * maxk :]
     for v in range(acc.shape[0]):
         acc[v] = 0.0
     inv_rho = 1.0 / rho
-    beta = 1.0 - alpha
     n_fast = 2 * n_pair + n_single
     for j in range(n_fast):
         zz[j] = zl[idx[j]]
@@ -510,10 +513,28 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
     _fast_terms(n_pair, n_single, zz, coef, const, weight, kind, x, y, rho, alpha, sums)
     for j in range(n_fast):
         acc[idx[j]] += x[j] + y[j] * inv_rho
+    if scratch is not None:
+        _general_terms(
+            indptr, idx, coef, const, weight, kind, n_pair + n_single, x, y, zl, rho, alpha, acc, sums, scratch
+        )
+
+
+@njit
+def _general_terms(indptr, idx, coef, const, weight, kind, first, x, y, zl, rho, alpha, acc, sums, scratch):
+    """Steps 1-4 of :func:`block_pass` for its terms from ``first`` on, one sweep per term; adds the three
+    partial squared norms to ``sums``."""
+    n_terms = indptr.shape[0] - 1
+    maxk = scratch.shape[0] // 4
+    d = scratch[:maxk]
+    ones = scratch[maxk : 2 * maxk]
+    ones[:] = 1.0
+    bp = scratch[2 * maxk :]
+    inv_rho = 1.0 / rho
+    beta = 1.0 - alpha
     primal = 0.0
     xnorm = 0.0
     ynorm = 0.0
-    for t in range(n_pair + n_single, n_terms):
+    for t in range(first, n_terms):
         s = indptr[t]
         k = indptr[t + 1] - s
         # multiplier update of the previous iteration, then clip first (alpha^(1)): most terms stop there
@@ -588,7 +609,8 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
                     for j in range(k):
                         x[s + j] = _clip01(d[j] - lam * sgn * coef[s + j])
             if not ok:
-                root_multiplier(d, ones, 0, coef, s, b, k, sgn, ik, x, bp, 0)
+                # int64 offsets, not the literal 0: the signature of local_update's calls (one compilation)
+                root_multiplier(d, ones, np.int64(0), coef, s, b, k, sgn, ik, x, bp, np.int64(0))
         for j in range(s, s + k):
             v = idx[j]
             xh = alpha * x[j] + beta * zl[v]
@@ -599,7 +621,7 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
     sums[2] += ynorm
 
 
-@njit
+@njit(inline="always")
 def consensus_step(
     acc,
     sums,
@@ -616,6 +638,8 @@ def consensus_step(
     zc_coef,
     zc_const,
     zc_kind,
+    zc_pair,
+    zc_single,
     z_old,
     d,
     sc,
@@ -631,11 +655,13 @@ def consensus_step(
     residual), ``stats[2]``, ``stats[3]`` (its tolerances) are set from ``sums``; when both residuals
     are below their tolerances and ``stop`` is true, ``z`` is left as is and True returned. Otherwise ``z`` becomes the
     clipped copy average, then each consensus-step constraint (``zc_*``, disjoint supports) is
-    projected in the norm weighted by ``cnt`` (the leading run with two unknowns, then one, of
-    :func:`constraint_counts` in one vectorized loop); ``stats[1]`` (dual residual ``rho ||z - z_prev||``
-    weighted by ``cnt``) and ``stats[4]`` (``||z||`` weighted by ``cnt``) are updated. ``z_old`` (length
-    ``n``), ``d``, ``sc``, ``zbuf`` (``zc_idx``'s length) and ``bp`` (twice the largest constraint
-    arity) are scratch.
+    projected in the norm weighted by ``cnt`` (the leading ``zc_pair`` with two unknowns, then
+    ``zc_single`` with one, from :func:`constraint_counts`, in one vectorized loop); ``stats[1]``
+    (dual residual ``rho ||z - z_prev||`` weighted by ``cnt``) and ``stats[4]`` (``||z||`` weighted
+    by ``cnt``) are updated. ``z_old`` (length ``n``), ``d``, ``sc``, ``zbuf`` (``zc_idx``'s length)
+    and ``bp`` (twice the largest constraint arity) are scratch; ``bp`` is ``None`` when every
+    constraint has one or two unknowns (then the general projection, :func:`local_update`, is not
+    compiled).
     """
     n = z.shape[0]
     sqrt_p = np.sqrt(n_copies)
@@ -655,11 +681,12 @@ def consensus_step(
         v = zc_idx[j]
         d[j] = acc[v]
         sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
-    n_pair, n_single = constraint_counts(zc_indptr)
-    _fast_projections(n_pair, n_single, d, sc, zc_coef, zc_const, zc_kind, zbuf)
-    for t in range(n_pair + n_single, zc_indptr.shape[0] - 1):
-        s = zc_indptr[t]
-        local_update(zc_kind[t], d, sc, s, zc_coef, s, zc_const[t], 0.0, rho, zc_indptr[t + 1] - s, zbuf, bp, 0)
+    _fast_projections(zc_pair, zc_single, d, sc, zc_coef, zc_const, zc_kind, zbuf)
+    if bp is not None:
+        for t in range(zc_pair + zc_single, zc_indptr.shape[0] - 1):
+            s = zc_indptr[t]
+            k = zc_indptr[t + 1] - s
+            local_update(zc_kind[t], d, sc, s, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp, np.int64(0))
     for j in range(zc_idx.shape[0]):
         z[zc_idx[j]] = zbuf[j]
     dual = 0.0
@@ -674,16 +701,47 @@ def consensus_step(
     return False
 
 
-@njit
-def max_arity(indptr):
+def readonly(*arrays) -> tuple:
+    """Read-only views (no copies) of ``arrays``.
+
+    The kernels take the term data (row pointers, indices, coefficients, constants, weights, kinds,
+    the copy counts) read-only, whoever calls them, so that numba compiles each kernel for one
+    signature: a writable and a read-only array are two types, and every combination would be a
+    compilation of its own (seconds for the big kernels).
+    """
+    out = []
+    for a in arrays:
+        v = a.view()
+        v.flags.writeable = False
+        out.append(v)
+    return tuple(out)
+
+
+def max_arity(indptr) -> int:
     """Largest number of copies of one term (at least 1)."""
-    m = 1
-    for t in range(indptr.shape[0] - 1):
-        m = max(m, indptr[t + 1] - indptr[t])
-    return m
+    return int(max(np.diff(indptr).max(initial=1), 1))
 
 
-@njit
+def general_scratch(indptr, n_fast: int, n_runs: int = 0):
+    """Work space of :func:`block_pass` and :func:`tractable.hlmrf.bound.block_certificate` for the
+    terms after the ``n_fast`` leading ones that take the vectorized loops: ``4 m`` floats, ``m`` the
+    largest arity (one row per run when ``n_runs``, for the parallel kernels), or ``None`` when
+    there are no such terms, so that the kernels are compiled without the general code."""
+    if n_fast == indptr.size - 1:
+        return None
+    shape = 4 * max_arity(indptr)
+    return np.empty((n_runs, shape) if n_runs else shape)
+
+
+def projection_scratch(zc_indptr):
+    """Work space of :func:`consensus_step` and :func:`tractable.hlmrf.bound.consensus_certificate`
+    for the consensus-step constraints after the leading ones with two, then one unknown
+    (:func:`constraint_counts`): ``2 m`` floats, ``m`` their largest arity, or ``None`` when there
+    are none (the general code is then not compiled)."""
+    n_pair, n_single = constraint_counts(zc_indptr)
+    return None if n_pair + n_single == zc_indptr.size - 1 else np.empty(2 * max_arity(zc_indptr))
+
+
 def admm_run(
     indptr,
     idx,
@@ -707,15 +765,17 @@ def admm_run(
     zc_coef,
     zc_const,
     zc_kind,
-):
+) -> int:
     """Run up to ``n_steps`` consensus-ADMM iterations in place; return the number completed.
 
     With ``stop`` false the residuals are computed (``stats``) but never end the loop early.
 
     The one-block case of :func:`block_pass` followed by :func:`consensus_step` (the variables'
-    local numbering is the global one), in one compiled loop. Terms may come in any order; those
-    in the leading run :func:`fast_counts` finds take the vectorized loop (the solver orders them
-    with :func:`kernel_order`).
+    local numbering is the global one), in one compiled loop (:func:`admm_steps`, to which this
+    passes the term data read-only with the counts and work space it needs; the solver prepares
+    them once and calls it directly). Terms may come in any order; those in the leading run
+    :func:`fast_counts` finds take the vectorized loop (the solver orders them with
+    :func:`kernel_order`).
 
     ``x``: the (over-relaxed) local copies ``alpha x + (1 - alpha) z_prev`` of the last local update;
     ``y``: unscaled multipliers, one per copy; ``z``: consensus variables; ``cnt[v]``: number of
@@ -730,18 +790,66 @@ def admm_run(
     the projection of the copy average onto box ∩ constraints in the norm weighted by ``cnt``, which
     separates over the constraints, so every iterate ``z`` is feasible.
     """
+    terms = readonly(indptr, idx, coef, const, weight, kind)
+    zc = readonly(zc_indptr, zc_idx, zc_coef, zc_const, zc_kind)
+    n_pair, n_single = fast_counts(terms[0], terms[5], terms[4])
+    state = (x, y, z, float(rho), float(alpha), float(eps_abs), float(eps_rel), bool(stop), int(n_steps), stats)
+    return admm_steps(
+        *terms,
+        n_pair,
+        n_single,
+        readonly(cnt)[0],
+        *state,
+        *zc,
+        *constraint_counts(zc[0]),
+        general_scratch(terms[0], n_pair + n_single),
+        projection_scratch(zc[0]),
+    )
+
+
+@njit
+def admm_steps(
+    indptr,
+    idx,
+    coef,
+    const,
+    weight,
+    kind,
+    n_pair,
+    n_single,
+    cnt,
+    x,
+    y,
+    z,
+    rho,
+    alpha,
+    eps_abs,
+    eps_rel,
+    stop,
+    n_steps,
+    stats,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+    zc_pair,
+    zc_single,
+    scratch,
+    bp,
+):
+    """The compiled loop of :func:`admm_run`: ``n_pair``, ``n_single`` from :func:`fast_counts`,
+    ``zc_pair``, ``zc_single`` from :func:`constraint_counts`, ``scratch`` from
+    :func:`general_scratch` and ``bp`` from :func:`projection_scratch` (either ``None`` when the
+    model needs no general code: then that code is not compiled)."""
     n = z.shape[0]
-    maxk = max(max_arity(indptr), max_arity(zc_indptr))
-    scratch = np.empty(4 * maxk)
     d = np.empty(zc_idx.shape[0])
     sc = np.empty(zc_idx.shape[0])
-    bp = np.empty(2 * maxk)
     zbuf = np.empty(zc_idx.shape[0])
     acc = np.empty(n)
     z_old = np.empty(n)
     sums = np.empty(3)
     nnz = idx.shape[0]
-    n_pair, n_single = fast_counts(indptr, kind, weight)
     zz = np.empty(2 * n_pair + n_single)
     for it in range(n_steps):
         block_pass(
@@ -763,6 +871,8 @@ def admm_run(
             zc_coef,
             zc_const,
             zc_kind,
+            zc_pair,
+            zc_single,
             z_old,
             d,
             sc,
@@ -774,8 +884,7 @@ def admm_run(
 
 
 @njit
-def term_values(indptr, idx, coef, const, x):
-    """``c_t · x[idx] + b_t`` for every term ``t``."""
+def _term_values(indptr, idx, coef, const, x):
     n_terms = indptr.shape[0] - 1
     out = np.empty(n_terms)
     for t in range(n_terms):
@@ -784,6 +893,19 @@ def term_values(indptr, idx, coef, const, x):
             s += coef[j] * x[idx[j]]
         out[t] = s
     return out
+
+
+def term_values(indptr, idx, coef, const, x) -> np.ndarray:
+    """``c_t · x[idx] + b_t`` for every term ``t`` (the arrays are passed to the kernel read-only and
+    contiguous, whatever they are, so that it is compiled once)."""
+    arrays = (
+        np.ascontiguousarray(indptr, dtype=np.int64),
+        np.ascontiguousarray(idx, dtype=np.int64),
+        np.ascontiguousarray(coef, dtype=np.float64),
+        np.ascontiguousarray(const, dtype=np.float64),
+        np.ascontiguousarray(x, dtype=np.float64),
+    )
+    return _term_values(*readonly(*arrays))
 
 
 def parallel_chunks(indptr, n_chunks: int) -> np.ndarray:
@@ -795,19 +917,23 @@ def parallel_chunks(indptr, n_chunks: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], np.minimum(cuts, n_terms), [n_terms]])).astype(np.int64)
 
 
-@njit
-def rebased_runs(indptr, chunks):
+def rebased_runs(indptr, chunks) -> np.ndarray:
     """The row pointer of every run ``chunks[c]:chunks[c + 1]`` rebased to the run's first copy, run
-    ``c`` at ``[chunks[c] + c : chunks[c + 1] + c + 1]`` (shape (n_terms + n_chunks,))."""
-    n_chunks = chunks.shape[0] - 1
-    ipr = np.empty(indptr.shape[0] - 1 + n_chunks, dtype=np.int64)
-    for c in range(n_chunks):
-        for t in range(chunks[c], chunks[c + 1] + 1):
-            ipr[t + c] = indptr[t] - indptr[chunks[c]]
-    return ipr
+    ``c`` at ``[chunks[c] + c : chunks[c + 1] + c + 1]`` (shape (n_terms + n_chunks,), read-only)."""
+    runs = [indptr[a : b + 1] - indptr[a] for a, b in zip(chunks[:-1], chunks[1:])]
+    return readonly(np.concatenate(runs).astype(np.int64) if runs else np.zeros(0, np.int64))[0]
 
 
-@njit(parallel=True)
+def run_counts(ipr, kind, weight, chunks) -> np.ndarray:
+    """``(n_pair, n_single)`` of :func:`fast_counts` for every run of :func:`rebased_runs`' ``ipr``,
+    shape (n_chunks, 2)."""
+    out = np.empty((chunks.size - 1, 2), dtype=np.int64)
+    for c in range(chunks.size - 1):
+        t0, t1 = int(chunks[c]), int(chunks[c + 1])
+        out[c] = fast_counts(ipr[t0 + c : t1 + c + 1], kind[t0:t1], weight[t0:t1])
+    return out
+
+
 def admm_run_parallel(
     indptr,
     idx,
@@ -832,7 +958,7 @@ def admm_run_parallel(
     zc_coef,
     zc_const,
     zc_kind,
-):
+) -> int:
     """Multi-threaded :func:`admm_run` (same iterates up to float summation order).
 
     The terms are cut into the contiguous runs ``chunks[c]:chunks[c + 1]`` (:func:`parallel_chunks`),
@@ -840,27 +966,75 @@ def admm_run_parallel(
     sums over all variables (a run's leading terms with one or two unknowns take the vectorized
     loop, as in the one-thread kernel); the partial sums are added up in parallel, then the
     consensus step runs on one thread. So the term half is the partitioned iteration of
-    :mod:`tractable.hlmrf.partition` with the global numbering in every block.
+    :mod:`tractable.hlmrf.partition` with the global numbering in every block. The compiled loop
+    is :func:`admm_steps_parallel`.
     """
+    terms = readonly(indptr, idx, coef, const, weight, kind)
+    zc = readonly(zc_indptr, zc_idx, zc_coef, zc_const, zc_kind)
+    chunks = readonly(np.asarray(chunks, dtype=np.int64))[0]
+    ipr = rebased_runs(terms[0], chunks)
+    counts = run_counts(ipr, terms[5], terms[4], chunks)
+    n_pair, n_single = fast_counts(terms[0], terms[5], terms[4])
+    state = (x, y, z, float(rho), float(alpha), float(eps_abs), float(eps_rel), bool(stop), int(n_steps), stats)
+    return admm_steps_parallel(
+        *terms,
+        readonly(cnt)[0],
+        chunks,
+        ipr,
+        counts,
+        *state,
+        *zc,
+        *constraint_counts(zc[0]),
+        general_scratch(terms[0], n_pair + n_single, chunks.size - 1),
+        projection_scratch(zc[0]),
+    )
+
+
+@njit(parallel=True)
+def admm_steps_parallel(
+    indptr,
+    idx,
+    coef,
+    const,
+    weight,
+    kind,
+    cnt,
+    chunks,
+    ipr,
+    counts,
+    x,
+    y,
+    z,
+    rho,
+    alpha,
+    eps_abs,
+    eps_rel,
+    stop,
+    n_steps,
+    stats,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+    zc_pair,
+    zc_single,
+    scratch,
+    bp,
+):
+    """The compiled loop of :func:`admm_run_parallel`: ``ipr`` from :func:`rebased_runs`, ``counts``
+    from :func:`run_counts`, ``zc_pair``, ``zc_single`` from :func:`constraint_counts`, ``scratch``
+    (one row per run) from :func:`general_scratch` and ``bp`` from :func:`projection_scratch`,
+    either ``None`` when the model needs no general code."""
     n = z.shape[0]
     n_chunks = chunks.shape[0] - 1
-    maxk = max(max_arity(indptr), max_arity(zc_indptr))
-    ipr = rebased_runs(indptr, chunks)
-    n_pair = np.empty(n_chunks, dtype=np.int64)
-    n_single = np.empty(n_chunks, dtype=np.int64)
-    for c in range(n_chunks):
-        t0 = chunks[c]
-        t1 = chunks[c + 1]
-        n_pair[c], n_single[c] = fast_counts(ipr[t0 + c : t1 + c + 1], kind[t0:t1], weight[t0:t1])
     accs = np.empty((n_chunks, n))
     sumsc = np.empty((n_chunks, 3))
-    scratch = np.empty((n_chunks, 4 * maxk))
     zz = np.empty(idx.shape[0])
     acc = np.empty(n)
     sums = np.empty(3)
     d = np.empty(zc_idx.shape[0])
     sc = np.empty(zc_idx.shape[0])
-    bp = np.empty(2 * maxk)
     zbuf = np.empty(zc_idx.shape[0])
     z_old = np.empty(n)
     nnz = idx.shape[0]
@@ -870,25 +1044,46 @@ def admm_run_parallel(
             t1 = chunks[c + 1]
             s0 = indptr[t0]
             s1 = indptr[t1]
-            block_pass(
-                ipr[t0 + c : t1 + c + 1],
-                idx[s0:s1],
-                coef[s0:s1],
-                const[t0:t1],
-                weight[t0:t1],
-                kind[t0:t1],
-                n_pair[c],
-                n_single[c],
-                x[s0:s1],
-                y[s0:s1],
-                z,
-                rho,
-                alpha,
-                accs[c],
-                sumsc[c],
-                scratch[c],
-                zz[s0:s1],
-            )
+            if scratch is None:
+                block_pass(
+                    ipr[t0 + c : t1 + c + 1],
+                    idx[s0:s1],
+                    coef[s0:s1],
+                    const[t0:t1],
+                    weight[t0:t1],
+                    kind[t0:t1],
+                    counts[c, 0],
+                    counts[c, 1],
+                    x[s0:s1],
+                    y[s0:s1],
+                    z,
+                    rho,
+                    alpha,
+                    accs[c],
+                    sumsc[c],
+                    None,
+                    zz[s0:s1],
+                )
+            else:
+                block_pass(
+                    ipr[t0 + c : t1 + c + 1],
+                    idx[s0:s1],
+                    coef[s0:s1],
+                    const[t0:t1],
+                    weight[t0:t1],
+                    kind[t0:t1],
+                    counts[c, 0],
+                    counts[c, 1],
+                    x[s0:s1],
+                    y[s0:s1],
+                    z,
+                    rho,
+                    alpha,
+                    accs[c],
+                    sumsc[c],
+                    scratch[c],
+                    zz[s0:s1],
+                )
         for v in prange(n):
             a = 0.0
             for c in range(n_chunks):
@@ -915,6 +1110,8 @@ def admm_run_parallel(
             zc_coef,
             zc_const,
             zc_kind,
+            zc_pair,
+            zc_single,
             z_old,
             d,
             sc,

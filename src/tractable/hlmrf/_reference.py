@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from .._results import ERROR, INFEASIBLE, OPTIMAL, TIME_LIMIT_REACHED, frozen_array, stop_message
 from . import _kernels
 from ._result import MPEResult
+from .bound import gap, row_dual_bound
 
 __all__: list[str] = []
 
@@ -39,13 +40,10 @@ def _result(model, comp, xfree, *, status, n_iter, t0, method, detail, theta=Non
     else:
         full[comp.free] = np.nan
         objective, viol = float("nan"), float("nan")
-    lower_bound, gap = float("-inf"), float("inf")
+    lower_bound, rel_gap = float("-inf"), float("inf")
     if theta is not None and status == OPTIMAL:
-        from .admm import _gap
-        from .bound import row_dual_bound
-
         lower_bound = row_dual_bound(comp, theta)
-        gap = _gap(objective, lower_bound, viol)
+        rel_gap = gap(objective, lower_bound, viol)
     return MPEResult(
         x=frozen_array(full),
         objective=objective,
@@ -59,7 +57,7 @@ def _result(model, comp, xfree, *, status, n_iter, t0, method, detail, theta=Non
         method=method,
         message=stop_message(status, method, int(n_iter), detail),
         lower_bound=lower_bound,
-        gap=gap,
+        gap=rel_gap,
     )
 
 

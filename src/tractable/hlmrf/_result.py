@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._results import Result
+
 __all__ = ["MPEResult"]
 
 
 @dataclass(frozen=True)
-class MPEResult:
+class MPEResult(Result):
     """A most probable explanation (MPE) of a hinge-loss MRF.
 
     Attributes
@@ -56,15 +58,9 @@ class MPEResult:
 
     x: np.ndarray
     objective: float
-    converged: bool
-    n_iter: int
     primal_residual: float
     dual_residual: float
     max_violation: float
-    status: str
-    time: float
-    method: str
-    message: str = ""
     rho: float = float("nan")
     lower_bound: float = float("-inf")
     gap: float = float("inf")

@@ -30,9 +30,9 @@ import numpy as np
 from .._results import frozen_array, warn_stopped
 from .._validate import as_float_array, check_choice, check_int, check_options, check_positive, resolve_method
 from . import _driver, _kernels, partition
-from ._driver import _gap
 from ._reference import _solve_clarabel, _solve_highs
 from ._result import MPEResult
+from .bound import gap
 from .model import HLMRF
 from .partition import _split_constraints
 
@@ -63,8 +63,8 @@ _OPTIONS = {
 
 def solve(
     model: HLMRF,
-    method: str = "admm",
     *,
+    method: str = "admm",
     rho: float | None = None,
     eps_abs: float | None = None,
     eps_rel: float | None = None,
@@ -244,7 +244,7 @@ def solve(
                 x=frozen_array(xr),
                 objective=obj,
                 max_violation=viol,
-                gap=_gap(obj, res.lower_bound, viol),
+                gap=gap(obj, res.lower_bound, viol),
                 time=res.time + time.perf_counter() - t0,
             )
     return res

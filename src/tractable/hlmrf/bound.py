@@ -90,10 +90,22 @@ from .._numba import njit
 from . import _kernels
 from .updates import KINDS, _check_term_batch
 
-__all__ = ["term_minimum_reference", "term_minima", "infeasibility_measure"]
+__all__ = ["FEASIBILITY_TOL", "gap", "term_minimum_reference", "term_minima", "infeasibility_measure"]
 
 #: unit roundoff with a margin, for the rigorous slack of floating-point sums
 _U = 2.0 * np.finfo(np.float64).eps
+
+#: largest violation of a point whose objective certifies a gap
+FEASIBILITY_TOL = 1e-9
+
+
+def gap(objective: float, lower_bound: float, violation: float) -> float:
+    """Certified relative gap ``(objective - lower_bound) / max(|objective|, 1)`` of a point with
+    ``objective`` and largest constraint ``violation``; ``inf`` unless the point is feasible (violation
+    at most :data:`FEASIBILITY_TOL`) and both values are finite."""
+    if not (violation <= FEASIBILITY_TOL and np.isfinite(lower_bound) and np.isfinite(objective)):
+        return float("inf")
+    return float(max(objective - lower_bound, 0.0) / max(abs(objective), 1.0))
 
 
 def _theta_domain(kind: int, w: float):
@@ -229,21 +241,21 @@ def _domain(kind, w):
     return -np.inf, np.inf, 0.0
 
 
-@njit(inline="always")
+@_kernels.vector_inline
 def _pair_h(theta, y0, y1, c0, c1, b, q):
     """``h(theta)`` of a term with at most two unknowns (pad with ``y1 = c1 = 0``)."""
     return theta * b - q * theta * theta + min(0.0, y0 + theta * c0) + min(0.0, y1 + theta * c1)
 
 
-@njit(inline="always")
+@_kernels.vector_inline
 def _pair_pick(theta, y0, y1, c0, c1, b, q, best, hbest):
     h = _pair_h(theta, y0, y1, c0, c1, b, q)
     better = h > hbest
     return (theta if better else best), (h if better else hbest)
 
 
-@njit(inline="always")
-def pair_dual_theta(y0, y1, c0, c1, b, q, top, stationary=True):
+@_kernels.vector_inline
+def pair_dual_theta(y0, y1, c0, c1, b, q, top, stationary):
     """A maximizer in ``[0, top]`` of ``h`` for a hinge or squared hinge with at most two unknowns.
 
     ``q = 0, top = w`` (hinge) or ``q = 1 / (4 w), top = inf`` (squared hinge, ``w > 0``). The
@@ -278,10 +290,13 @@ def _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, sums):
     yabs = 0.0
     obj = 0.0
     slack = 0.0
-    # squared hinges need the stationary points of h's pieces; a loop-invariant flag
-    squared = False
+    # squared hinges need the stationary points of h's pieces; a loop-invariant flag (from a count:
+    # a flag started at the literal False would compile pair_dual_theta for that literal too)
+    n_squared = 0
     for u in range(n_pair + n_single):
-        squared |= kind[u] == _kernels.KIND_SQUARED
+        if kind[u] == _kernels.KIND_SQUARED:
+            n_squared += 1
+    squared = n_squared > 0
     for u in range(n_pair + n_single):
         pair = u < n_pair
         j0 = 2 * u if pair else n_pair + u
@@ -313,7 +328,7 @@ def _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, sums):
     sums[4] += slack
 
 
-@njit(inline="always")
+@_kernels.vector_inline
 def constraint_dual_theta(y0, y1, c0, c1, b, eq):
     """A maximizer of ``h`` (``q = 0``) for a constraint with at most two unknowns: over ``[0, inf)``
     for ``<= 0``, over all reals for ``== 0`` (``eq``). The concave, piecewise linear ``h`` peaks at 0
@@ -381,7 +396,7 @@ def batch_term_minima(indptr, coef, const, weight, kind, y, out):
             # the closed form of the solver's certificate (block_certificate)
             y1 = y[s + 1] if k == 2 else 0.0
             c1 = coef[s + 1] if k == 2 else 0.0
-            theta = pair_dual_theta(y[s], y1, coef[s], c1, const[t], q, hi)
+            theta = pair_dual_theta(y[s], y1, coef[s], c1, const[t], q, hi, kind[t] == _kernels.KIND_SQUARED)
             out[t] = _pair_h(theta, y[s], y1, coef[s], c1, const[t], q)
         elif k <= 2 and kind[t] >= _kernels.KIND_LEQ:
             # as the certificate's consensus-step constraints
@@ -394,8 +409,8 @@ def batch_term_minima(indptr, coef, const, weight, kind, y, out):
     return sl[0]
 
 
-@njit
-def block_certificate(indptr, idx, coef, const, weight, kind, y, zl, yl, part):
+@njit(inline="always")
+def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, y, zl, yl, part, scratch):
     """The term half of :func:`certificate` for one block of terms (local variable numbering).
 
     ``zl``: consensus values of the block's local variables; ``yl`` (one per local variable) is
@@ -403,18 +418,15 @@ def block_certificate(indptr, idx, coef, const, weight, kind, y, zl, yl, part):
     receives ``(sum of the terms' dual values, sum of their magnitudes, sum of |y|, objective of
     zl over the block's potentials, largest violation of its constraints, rounding slack of the
     terms' evaluations)``. Blocks combine by adding every entry except the violation (``max``).
+    The first ``n_pair`` terms (two unknowns) and the next ``n_single`` (one) take the vectorized
+    loop (:func:`tractable.hlmrf._kernels.fast_counts`); ``scratch``: work space of the others, at
+    least twice the block's largest arity
+    (:func:`tractable.hlmrf._kernels.general_scratch`), or ``None`` when there are none: then
+    the general sweep (:func:`_dual_term`) is not compiled.
     """
-    n_terms = indptr.shape[0] - 1
-    maxk = 1
-    for t in range(n_terms):
-        maxk = max(maxk, indptr[t + 1] - indptr[t])
-    tb = np.empty(maxk)
-    db = np.empty(maxk)
-    sl = np.zeros(1)
     for v in range(yl.shape[0]):
         yl[v] = 0.0
     # the leading hinges and squared hinges with one or two unknowns: one vectorized loop
-    n_pair, n_single = _kernels.fast_counts(indptr, kind, weight)
     n_fast = 2 * n_pair + n_single
     zz = np.empty(n_fast)
     for j in range(n_fast):
@@ -423,13 +435,31 @@ def block_certificate(indptr, idx, coef, const, weight, kind, y, zl, yl, part):
         yl[v] += y[j]
     fs = np.zeros(5)
     _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, fs)
-    total = fs[0]
-    tmag = fs[1]
-    yabs = fs[2]
-    obj = fs[3]
-    sl[0] = fs[4]
-    viol = 0.0
-    for t in range(n_pair + n_single, n_terms):
+    part[0] = fs[0]
+    part[1] = fs[1]
+    part[2] = fs[2]
+    part[3] = fs[3]
+    part[4] = 0.0
+    part[5] = fs[4]
+    if scratch is not None:
+        _general_certificate(indptr, idx, coef, const, weight, kind, n_pair + n_single, y, zl, yl, part, scratch)
+
+
+@njit
+def _general_certificate(indptr, idx, coef, const, weight, kind, first, y, zl, yl, part, scratch):
+    """:func:`block_certificate` for the terms from ``first`` on (the sweep of :func:`_dual_term`),
+    added to ``part``."""
+    m = scratch.shape[0] // 2
+    tb = scratch[:m]
+    db = scratch[m : 2 * m]
+    sl = np.zeros(1)
+    sl[0] = part[5]
+    total = part[0]
+    tmag = part[1]
+    yabs = part[2]
+    obj = part[3]
+    viol = part[4]
+    for t in range(first, indptr.shape[0] - 1):
         s = indptr[t]
         k = indptr[t + 1] - s
         kt = kind[t]
@@ -461,39 +491,70 @@ def block_certificate(indptr, idx, coef, const, weight, kind, y, zl, yl, part):
     part[5] = sl[0]
 
 
-@njit
-def consensus_certificate(yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, part, n_terms, max_copies, out):
+@njit(inline="always")
+def consensus_certificate(
+    yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, zc_pair, zc_single, part, n_terms, max_copies, out, scratch
+):
     """The consensus half of :func:`certificate`: ``out = (g(y) - slack, objective, max violation)``.
 
     ``yv``: the sums of ``y`` over all copies of each variable; ``part``: the blocks'
     :func:`block_certificate` parts combined; ``n_terms``: the number of terms over all blocks.
+    The leading ``zc_pair`` constraints have two unknowns, the next ``zc_single`` one
+    (:func:`tractable.hlmrf._kernels.constraint_counts`): one vectorized loop.
+    ``scratch``: :func:`tractable.hlmrf._kernels.projection_scratch` of the constraints (``None``
+    when they all have one or two unknowns: then the general sweep is not compiled).
     """
     n = z.shape[0]
-    maxk = 1
-    for t in range(zc_indptr.shape[0] - 1):
-        maxk = max(maxk, zc_indptr[t + 1] - zc_indptr[t])
-    tb = np.empty(maxk)
-    db = np.empty(maxk)
-    sl = np.zeros(1)
     nzc = zc_idx.shape[0]
     ny = np.empty(nzc)
     zz = np.empty(nzc)
-    inz = np.zeros(n, dtype=np.bool_)
+    inz = np.zeros(n)  # 1 for the variables of a constraint (floats: no compilation for a bool array)
     for j in range(nzc):
         v = zc_idx[j]
-        inz[v] = True
+        inz[v] = 1.0
         ny[j] = -yv[v]
         zz[j] = z[v]
     # constraints with one or two unknowns (the leading runs): one vectorized loop
-    n_pair, n_single = _kernels.constraint_counts(zc_indptr)
     fs = np.zeros(4)
     fs[3] = part[4]
-    _fast_constraint_certificate(n_pair, n_single, ny, zz, zc_coef, zc_const, zc_kind, fs)
-    total = part[0] + fs[0]
-    tmag = part[1] + fs[1]
-    sl[0] = fs[2]
-    viol = fs[3]
-    for t in range(n_pair + n_single, zc_indptr.shape[0] - 1):
+    _fast_constraint_certificate(zc_pair, zc_single, ny, zz, zc_coef, zc_const, zc_kind, fs)
+    # (sum of dual values, their magnitudes, rounding slack, largest violation)
+    acc = np.empty(4)
+    acc[0] = part[0] + fs[0]
+    acc[1] = part[1] + fs[1]
+    acc[2] = fs[2]
+    acc[3] = fs[3]
+    if scratch is not None:
+        _general_constraint_certificate(
+            zc_pair + zc_single, ny, zz, zc_indptr, zc_coef, zc_const, zc_kind, acc, scratch
+        )
+    total = acc[0]
+    tmag = acc[1]
+    for v in range(n):
+        if inz[v] == 0.0 and yv[v] > 0.0:
+            total -= yv[v]
+            tmag += yv[v]
+    # rounding: the terms' own evaluations, the sums over terms and variables, the sums Y_v
+    slack = part[5] + acc[2] + (n_terms + n + 2) * 2.3e-16 * tmag + (max_copies + 1.0) * 2.3e-16 * part[2]
+    out[0] = total - slack
+    out[1] = part[3]
+    out[2] = acc[3]
+    return out
+
+
+@njit
+def _general_constraint_certificate(first, ny, zz, zc_indptr, zc_coef, zc_const, zc_kind, acc, scratch):
+    """:func:`consensus_certificate` for the constraints from ``first`` on (the sweep of
+    :func:`_dual_term`), added to ``acc`` (dual values, magnitudes, slack, largest violation)."""
+    m = scratch.shape[0] // 2
+    tb = scratch[:m]
+    db = scratch[m : 2 * m]
+    sl = np.zeros(1)
+    sl[0] = acc[2]
+    total = acc[0]
+    tmag = acc[1]
+    viol = acc[3]
+    for t in range(first, zc_indptr.shape[0] - 1):
         s = zc_indptr[t]
         k = zc_indptr[t + 1] - s
         sv = zc_const[t]
@@ -504,19 +565,12 @@ def consensus_certificate(yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, 
         val = _dual_term(ny, s, zc_coef, s, k, zc_const[t], q, lo, hi, tb, db, sl)
         total += val
         tmag += abs(val)
-    for v in range(n):
-        if not inz[v] and yv[v] > 0.0:
-            total -= yv[v]
-            tmag += yv[v]
-    # rounding: the terms' own evaluations, the sums over terms and variables, the sums Y_v
-    slack = part[5] + sl[0] + (n_terms + n + 2) * 2.3e-16 * tmag + (max_copies + 1.0) * 2.3e-16 * part[2]
-    out[0] = total - slack
-    out[1] = part[3]
-    out[2] = viol
-    return out
+    acc[0] = total
+    acc[1] = tmag
+    acc[2] = sl[0]
+    acc[3] = viol
 
 
-@njit
 def certificate(
     indptr, idx, coef, const, weight, kind, y, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, max_copies, out
 ):
@@ -525,25 +579,117 @@ def certificate(
     Terms and ``zc_*`` as in :func:`tractable.hlmrf._kernels.admm_run`; ``max_copies``: the largest
     number of copies of a variable; ``g`` without the offset of the fixed-only potentials (the
     caller adds it). The one-block case of :func:`block_certificate` and
-    :func:`consensus_certificate`.
+    :func:`consensus_certificate`, compiled as :func:`certificate_pass` (to which this passes the
+    term data read-only, the counts and the work space; the solver prepares them once and calls
+    it directly).
     """
+    terms = _kernels.readonly(indptr, idx, coef, const, weight, kind)
+    zc = _kernels.readonly(zc_indptr, zc_idx, zc_coef, zc_const, zc_kind)
+    counts = _kernels.fast_counts(terms[0], terms[5], terms[4])
+    zc_counts = _kernels.constraint_counts(zc[0])
+    scratch = _kernels.general_scratch(terms[0], sum(counts))
+    zc_scratch = _kernels.projection_scratch(zc[0])
+    return certificate_pass(*terms, *counts, y, z, *zc, *zc_counts, float(max_copies), out, scratch, zc_scratch)
+
+
+@njit
+def certificate_pass(
+    indptr,
+    idx,
+    coef,
+    const,
+    weight,
+    kind,
+    n_pair,
+    n_single,
+    y,
+    z,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+    zc_pair,
+    zc_single,
+    max_copies,
+    out,
+    scratch,
+    zc_scratch,
+):
+    """The compiled pass of :func:`certificate`; the counts and work spaces as in
+    :func:`block_certificate` and :func:`consensus_certificate`."""
     yv = np.empty(z.shape[0])
     part = np.empty(6)
-    block_certificate(indptr, idx, coef, const, weight, kind, y, z, yv, part)
+    block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, y, z, yv, part, scratch)
+    n_terms = indptr.shape[0] - 1
     return consensus_certificate(
-        yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, part, indptr.shape[0] - 1, max_copies, out
+        yv,
+        z,
+        zc_indptr,
+        zc_idx,
+        zc_coef,
+        zc_const,
+        zc_kind,
+        zc_pair,
+        zc_single,
+        part,
+        n_terms,
+        max_copies,
+        out,
+        zc_scratch,
     )
 
 
-@njit(parallel=True)
 def certificate_parallel(
     indptr, idx, coef, const, weight, kind, chunks, y, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, max_copies, out
 ):
     """:func:`certificate` with the terms' runs ``chunks[c]:chunks[c + 1]``
-    (:func:`tractable.hlmrf._kernels.parallel_chunks`) as blocks on numba's threads."""
+    (:func:`tractable.hlmrf._kernels.parallel_chunks`) as blocks on numba's threads (compiled as
+    :func:`certificate_pass_parallel`)."""
+    terms = _kernels.readonly(indptr, idx, coef, const, weight, kind)
+    zc = _kernels.readonly(zc_indptr, zc_idx, zc_coef, zc_const, zc_kind)
+    chunks = _kernels.readonly(np.asarray(chunks, dtype=np.int64))[0]
+    ipr = _kernels.rebased_runs(terms[0], chunks)
+    counts = _kernels.run_counts(ipr, terms[5], terms[4], chunks)
+    n_fast = sum(_kernels.fast_counts(terms[0], terms[5], terms[4]))
+    scratch = _kernels.general_scratch(terms[0], n_fast, chunks.size - 1)
+    zc_counts = _kernels.constraint_counts(zc[0])
+    zc_scratch = _kernels.projection_scratch(zc[0])
+    return certificate_pass_parallel(
+        *terms, chunks, ipr, counts, y, z, *zc, *zc_counts, float(max_copies), out, scratch, zc_scratch
+    )
+
+
+@njit(parallel=True)
+def certificate_pass_parallel(
+    indptr,
+    idx,
+    coef,
+    const,
+    weight,
+    kind,
+    chunks,
+    ipr,
+    counts,
+    y,
+    z,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+    zc_pair,
+    zc_single,
+    max_copies,
+    out,
+    scratch,
+    zc_scratch,
+):
+    """The compiled pass of :func:`certificate_parallel`: ``ipr`` and ``counts`` from
+    :func:`tractable.hlmrf._kernels.rebased_runs` and :func:`tractable.hlmrf._kernels.run_counts`,
+    ``scratch`` one row per run (or ``None``)."""
     n = z.shape[0]
     n_chunks = chunks.shape[0] - 1
-    ipr = _kernels.rebased_runs(indptr, chunks)
     yls = np.empty((n_chunks, n))
     parts = np.empty((n_chunks, 6))
     for c in prange(n_chunks):
@@ -551,18 +697,38 @@ def certificate_parallel(
         t1 = chunks[c + 1]
         s0 = indptr[t0]
         s1 = indptr[t1]
-        block_certificate(
-            ipr[t0 + c : t1 + c + 1],
-            idx[s0:s1],
-            coef[s0:s1],
-            const[t0:t1],
-            weight[t0:t1],
-            kind[t0:t1],
-            y[s0:s1],
-            z,
-            yls[c],
-            parts[c],
-        )
+        if scratch is None:
+            block_certificate(
+                ipr[t0 + c : t1 + c + 1],
+                idx[s0:s1],
+                coef[s0:s1],
+                const[t0:t1],
+                weight[t0:t1],
+                kind[t0:t1],
+                counts[c, 0],
+                counts[c, 1],
+                y[s0:s1],
+                z,
+                yls[c],
+                parts[c],
+                None,
+            )
+        else:
+            block_certificate(
+                ipr[t0 + c : t1 + c + 1],
+                idx[s0:s1],
+                coef[s0:s1],
+                const[t0:t1],
+                weight[t0:t1],
+                kind[t0:t1],
+                counts[c, 0],
+                counts[c, 1],
+                y[s0:s1],
+                z,
+                yls[c],
+                parts[c],
+                scratch[c],
+            )
     yv = np.empty(n)
     for v in prange(n):
         a = 0.0
@@ -576,8 +742,22 @@ def certificate_parallel(
                 part[i] = max(part[i], parts[c, i])
             else:
                 part[i] += parts[c, i]
+    n_terms = indptr.shape[0] - 1
     return consensus_certificate(
-        yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, part, indptr.shape[0] - 1, max_copies, out
+        yv,
+        z,
+        zc_indptr,
+        zc_idx,
+        zc_coef,
+        zc_const,
+        zc_kind,
+        zc_pair,
+        zc_single,
+        part,
+        n_terms,
+        max_copies,
+        out,
+        zc_scratch,
     )
 
 

@@ -394,18 +394,35 @@ def block_step(block: Block, x: np.ndarray, y: np.ndarray, z_local, rho: float, 
     """
     if x.shape != (block.n_copies,) or y.shape != (block.n_copies,):
         raise ValueError(f"`x` and `y` must have shape ({block.n_copies},); got {x.shape} and {y.shape}.")
-    zl = as_float_array(z_local, "z_local", ndim=1)
+    zl = _writable(as_float_array(z_local, "z_local", ndim=1))
     if zl.shape != (block.n_local,):
         raise ValueError(f"`z_local` must have shape ({block.n_local},); got {zl.shape}.")
     rho = check_positive(rho, "rho")
     acc = np.empty(block.n_local)
     sums = np.empty(3)
-    scratch = np.empty(4 * block.max_arity)
+    n_fast = block.n_pair + block.n_single
+    scratch = _kernels.general_scratch(block.indptr, n_fast)
     zz = np.empty(2 * block.n_pair + block.n_single)
     _kernels.block_pass(
-        *block.arrays(), block.n_pair, block.n_single, x, y, zl, rho, float(alpha), acc, sums, scratch, zz
+        *_kernels.readonly(*block.arrays()),
+        int(block.n_pair),
+        int(block.n_single),
+        x,
+        y,
+        zl,
+        rho,
+        float(alpha),
+        acc,
+        sums,
+        scratch,
+        zz,
     )
     return acc, sums
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a writable copy of it: the kernels take state vectors writable (one signature)."""
+    return a if a.flags.writeable and a.flags.c_contiguous else np.array(a, order="C")
 
 
 def combine(partition: Partition, parts) -> tuple[np.ndarray, np.ndarray]:
@@ -469,27 +486,42 @@ def consensus_step(
         True when ``stop`` and the residuals of the previous iteration are below their tolerances; ``z`` is then
         that iteration's consensus, the answer.
     """
-    maxk = _kernels.max_arity(partition.zc_indptr)
+    zc, zc_counts, counts, general = _consensus_args(partition)
     return bool(
         _kernels.consensus_step(
             acc,
-            np.asarray(sums, dtype=np.float64),
+            np.array(sums, dtype=np.float64),
             z,
-            partition.counts,
+            counts,
             float(rho),
             float(eps_abs),
             float(eps_rel),
             bool(stop),
-            partition.n_copies,
+            int(partition.n_copies),
             stats,
-            *partition.consensus_constraints(),
+            *zc,
+            *zc_counts,
             np.empty(partition.n),
             np.empty(partition.zc_idx.size),
             np.empty(partition.zc_idx.size),
-            np.empty(2 * maxk),
+            np.empty(2 * _kernels.max_arity(zc[0])) if general else None,
             np.empty(partition.zc_idx.size),
         )
     )
+
+
+def _consensus_args(partition: Partition) -> tuple:
+    """The consensus kernels' arguments that do not change during a run, prepared once per partition:
+    the consensus-step constraints and the copy counts read-only (one compiled signature), the counts
+    of the constraints with two and one unknowns, and whether some have more (then the kernels need
+    work space and their general code)."""
+    args = partition.__dict__.get("_kernel_args")
+    if args is None:
+        zc = _kernels.readonly(*partition.consensus_constraints())
+        zc_counts = _kernels.constraint_counts(zc[0])
+        args = (zc, zc_counts, _kernels.readonly(partition.counts)[0], sum(zc_counts) < zc[0].size - 1)
+        object.__setattr__(partition, "_kernel_args", args)  # a cache, not a field of the frozen dataclass
+    return args
 
 
 def block_certificate(
@@ -516,13 +548,18 @@ def block_certificate(
     part : ndarray of shape (6,)
         See :func:`tractable.hlmrf.bound.block_certificate`.
     """
-    zl = as_float_array(z_local, "z_local", ndim=1)
+    zl = _writable(as_float_array(z_local, "z_local", ndim=1))
     yl = np.empty(block.n_local)
     part = np.empty(6)
-    arrays = list(block.arrays())
+    arrays = list(_kernels.readonly(*block.arrays()))
+    counts = (int(block.n_pair), int(block.n_single))
     if recession:
-        arrays[4] = np.zeros_like(block.weight)
-    bound.block_certificate(*arrays, y, zl, yl, part)
+        # no potential takes the vectorized loop then (it needs a positive weight)
+        arrays[4] = _kernels.readonly(np.zeros(block.n_terms))[0]
+        counts = (0, 0)
+    scratch = _kernels.general_scratch(block.indptr, sum(counts))
+    y = _writable(np.asarray(y, dtype=np.float64))
+    bound.block_certificate(*arrays, *counts, y, zl, yl, part, scratch)
     return yl, part
 
 
@@ -551,14 +588,17 @@ def consensus_certificate(partition: Partition, parts, z, *, recession: bool = F
         total[[0, 1, 2, 3, 5]] += part[[0, 1, 2, 3, 5]]
         total[4] = max(total[4], part[4])
     out = np.empty(3)
+    zc, zc_counts, _, general = _consensus_args(partition)
     bound.consensus_certificate(
         yv,
-        as_float_array(z, "z", ndim=1),
-        *partition.consensus_constraints(),
+        _writable(as_float_array(z, "z", ndim=1)),
+        *zc,
+        *zc_counts,
         total,
-        partition.n_terms,
+        int(partition.n_terms),
         float(partition.max_copies),
         out,
+        np.empty(2 * _kernels.max_arity(zc[0])) if general else None,
     )
     if recession:
         return float(out[0]), float(partition.offset + out[1]), float(out[2])
