@@ -18,8 +18,8 @@ PUBLIC = {
         "tree_map", "tree_marginals", "tree_marginals_batch",
     ],
     "tractable.psl": [
-        "ArithmeticRule", "EVALUATORS", "GroundModel", "LogicalRule", "Model", "PARTITIONS", "evaluate_predicate",
-        "parse_rule", "parse_rules",
+        "ArithmeticRule", "EVALUATORS", "GroundModel", "LEARNERS", "LearnResult", "LogicalRule", "Model", "PARTITIONS",
+        "evaluate_predicate", "parse_rule", "parse_rules",
     ],
     "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
     "tractable.crf": [

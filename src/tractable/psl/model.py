@@ -94,6 +94,20 @@ class GroundModel:
     def n_constraints(self) -> int:
         return self.hlmrf.n_constraints
 
+    @cached_property
+    def potential_rules(self) -> np.ndarray:
+        """The rule of every potential: ndarray of int64, shape (n_potentials,), read-only.
+
+        ``potential_rules[j]`` indexes :attr:`Model.rules` (and :attr:`rule_counts`): each rule's potentials
+        are contiguous, in rule order, so the weights of a new weight vector are ``w[potential_rules]``
+        (weight learning: a multiply, not a regrounding).
+        """
+        idx = np.repeat(np.arange(len(self.rule_counts), dtype=np.int64), [c[1] for c in self.rule_counts])
+        if idx.size != self.hlmrf.n_potentials:  # pragma: no cover - ground() adds potentials rule by rule
+            raise RuntimeError("the ground program's potentials do not match its rule counts")
+        idx.flags.writeable = False
+        return idx
+
 
 def _truthy(v) -> bool:
     return v is True or (isinstance(v, str) and v.strip().lower() == "true")
@@ -521,6 +535,85 @@ class Model:
                 pred = pd.concat([pred, obs], ignore_index=True)
             out[p.name] = evaluate_predicate(pred, truth, p.arity, specs)
         return out
+
+    # ------------------------------------------------------------------ weight learning
+    def learn(self, *, method: str = "StructuredPerceptron", **options):
+        """Learn the weights of the weighted rules from the ``truth`` partition, and set them.
+
+        The model (typically ``Model.from_json(path, split="learn")``) is grounded once; every inference
+        inside learning warm-starts from the previous one. The learned weights replace the rules' weights
+        (:meth:`set_weights`), so that a following :meth:`infer` uses them; pass ``result.weights`` (or
+        the result) to :meth:`set_weights` of a model of the infer split.
+
+        Parameters
+        ----------
+        method : str, default "StructuredPerceptron"
+            A PSL learner's class name (:data:`tractable.psl.LEARNERS`): ``"StructuredPerceptron"``,
+            ``"Energy"``, ``"SquaredError"``, ``"BinaryCrossEntropy"`` (PSL 2.4), ``"MaxLikelihoodMPE"``
+            (PSL 2.3), ``"MaxPseudoLikelihood"`` (PSL 2.2); a fully qualified Java class name works too.
+        **options
+            The learner's options, as PSL's option names (``**{"gradientdescent.numsteps": 100}``) or as
+            Python keywords (``max_iter=100``): see docs/psl.md. For every learner also
+            ``initial_weights`` (default: the rules' weights), ``rng``, ``time_limit``, ``warm_start``
+            (default True) and ``solve_options`` (a dict for :func:`tractable.hlmrf.solve`; default
+            :attr:`solve_options`). An option the learner does not use is a ``ValueError``.
+
+        Returns
+        -------
+        LearnResult
+
+        Raises
+        ------
+        ValueError
+            An unknown learner (the message lists the valid ones), an unknown or unused option, no truth
+            data, truth for an atom that is not a target, negative or non-finite initial weights.
+        """
+        from .learning import learn
+
+        if "solve_options" not in options:
+            opts = dict(self.solve_options)
+            if opts:
+                options["solve_options"] = opts
+        result = learn(self, method=method, **options)
+        self.set_weights(result.weights)
+        return result
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The weights of the weighted rules, in rule order (a copy)."""
+        return np.array([r.weight for r in self._rules if not r.hard], dtype=float)
+
+    def set_weights(self, weights) -> None:
+        """Set the weights of the weighted rules (hard rules keep none).
+
+        Parameters
+        ----------
+        weights : array_like of shape (n_weighted_rules,), or LearnResult
+            One weight ``>= 0`` per weighted rule, in rule order. A :class:`~tractable.psl.LearnResult`
+            must come from a model with the same weighted rules (compared without their weights).
+
+        The rules' texts show the new weights; the model is grounded again at its next use.
+        """
+        from dataclasses import replace
+
+        from .learning import LearnResult, _check_weights, rule_body, rule_text_with_weight
+
+        weighted = [i for i, r in enumerate(self._rules) if not r.hard]
+        if isinstance(weights, LearnResult):
+            ours = [rule_body(self._rules[i].text) for i in weighted]
+            theirs = [rule_body(t) for t in weights.rules]
+            if ours != theirs:
+                diff = next((f"{a!r} vs {b!r}" for a, b in zip(ours, theirs) if a != b), f"{len(theirs)} rules")
+                raise ValueError(
+                    f"`weights`: the LearnResult was learned for other rules than this model's {len(ours)} weighted "
+                    f"rules ({diff})."
+                )
+            weights = weights.weights
+        w = _check_weights(weights, len(weighted), "weights")
+        for i, wi in zip(weighted, w):
+            r = self._rules[i]
+            self._rules[i] = replace(r, weight=float(wi), text=rule_text_with_weight(r.text, wi))
+        self._changed()
 
     # ------------------------------------------------------------------ files
     @classmethod
