@@ -146,3 +146,32 @@ def test_threads_and_gap_tol_options(program, capsys, monkeypatch):
     rc = main(["psl", str(program / "prog.json"), "--output", str(program / "o5"), "--threads", "-1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0]
+
+
+def test_learn_writes_the_learned_program_then_infers(tmp_path, capsys):
+    """`--learn`: weights learned on the learn split, OUTPUT/learned.json runs as it is and gives the same inference."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("_psl_cli_generate", Path(__file__).parent / "_generate.py")
+    gen = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = gen
+    spec.loader.exec_module(gen)
+    program = gen.generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
+    out = tmp_path / "out"
+    assert main(["psl", str(program), "--learn", "--output", str(out)]) in (0, 1)
+    text = capsys.readouterr().out
+    assert "learning   StructuredPerceptron:" in text and "wrote      " in text
+    learned = json.loads((out / "learned.json").read_text())
+    from tractable.psl import Model
+
+    learn = Model.from_json(program, split="learn")
+    res = learn.learn()
+    assert learned["rules"] == [r.text for r in learn.rules]  # the same learner on the same data: the same weights
+    again = Model.from_json(out / "learned.json", split="infer")  # its data paths were moved relative to OUTPUT
+    assert [r.text for r in again.rules] == learned["rules"] and res.weights.size > 0
+    first = (out / "HASCAT.txt").read_text()
+    assert main(["psl", str(out / "learned.json"), "--output", str(tmp_path / "out2")]) in (0, 1)
+    assert (tmp_path / "out2" / "HASCAT.txt").read_text() == first
+    assert main(["psl", str(program), "--learn", "NoSuchLearner", "--output", str(out)]) == 2
+    assert "`method` must be one of" in capsys.readouterr().err

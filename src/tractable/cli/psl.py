@@ -22,6 +22,16 @@ def register(subparsers) -> None:
     p.add_argument("data", nargs="?", help="MODEL.data (with a MODEL.psl rule file)")
     p.add_argument("--split", default="infer", choices=["infer", "learn"], help="data split of a JSON program")
     p.add_argument(
+        "--learn",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="METHOD",
+        help="learn the rule weights on the learn split first (METHOD: a PSL learner, default the program's "
+        "runtime.learn.method or StructuredPerceptron), write OUTPUT/learned.json, then infer on the infer split; "
+        "also when the program sets runtime.learn",
+    )
+    p.add_argument(
         "--output", default="inferred-predicates", metavar="DIR", help="output folder (default: inferred-predicates)"
     )
     p.add_argument("--database", metavar="FILE", help="a DuckDB database file for the atom tables (default: memory)")
@@ -38,6 +48,75 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
+def _load_json(Model, path, split, database):
+    """The model of one split of a JSON program; its loading warnings on stderr (ignored options come later)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = Model.from_json(path, split=split, database=database)
+    for w in caught:  # options PSL has and we do not are reprinted after grounding; the rest here
+        text = str(w.message).splitlines()[0] if str(w.message) else w.category.__name__
+        if "ignored" not in text.lower():
+            print(f"tractable psl: warning: {text}", file=sys.stderr)
+    return model
+
+
+def _learn_into(Model, model, args) -> None:
+    """Learn the weights on the learn split (method from --learn, the program, or PSL's default), write
+    OUTPUT/learned.json, and set them on ``model`` (the infer split)."""
+    from ..psl.learning import learner_options
+
+    learn_model = _load_json(Model, args.program, "learn", None)
+    method = args.learn if isinstance(args.learn, str) else (learn_model.learn_method or "StructuredPerceptron")
+    options = learner_options(method, learn_model.learn_options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = learn_model.learn(method=method, **options)
+    for w in caught:
+        print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
+    print(
+        f"learning   {res.method}: {res.status} after {res.n_iter} steps in {res.time:.3f} s "
+        f"(loss {float(res.loss[-1]):.6g}; weights {', '.join(f'{w:.4g}' for w in res.weights)})"
+    )
+    path = _write_learned(args.program, [r.text for r in learn_model.rules], args.output)
+    print(f"wrote      {path}")
+    model.set_weights(res)
+
+
+def _write_learned(program: str, rules, output: str) -> str:
+    """``output/learned.json``: the program with ``rules`` (texts with the learned weights), its data paths made
+    relative to ``output``."""
+    import json
+
+    from ..psl.config import read_json
+
+    cfg = read_json(program)
+    base = os.path.dirname(os.path.abspath(program))
+    os.makedirs(output, exist_ok=True)
+    out_dir = os.path.abspath(output)
+
+    def moved(value):
+        if isinstance(value, str):
+            return os.path.relpath(os.path.join(base, value), out_dir)
+        if isinstance(value, list):  # paths, or inline atoms (lists) that stay as they are
+            return [moved(v) if isinstance(v, str) else v for v in value]
+        if isinstance(value, dict):
+            return {k: moved(v) for k, v in value.items()}
+        return value
+
+    for spec in cfg.get("predicates", {}).values():
+        for part in ("observations", "targets", "truth"):
+            if part in spec:
+                spec[part] = moved(spec[part])
+    cfg["rules"] = list(rules)
+    path = os.path.join(output, "learned.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(cfg, fh, indent=4)
+        fh.write("\n")
+    os.replace(tmp, path)  # nothing half written
+    return path
+
+
 def _run(args) -> int:
     from ..psl._output import write_predictions
     from ..psl.model import Model
@@ -50,14 +129,14 @@ def _run(args) -> int:
         for path in (args.program,):
             if not os.path.isfile(path):
                 raise OSError(f"file not found: {path}")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model = Model.from_json(args.program, split=args.split, database=args.database)
-        for w in caught:  # options PSL has and we do not are reprinted after grounding; the rest here
-            text = str(w.message).splitlines()[0] if str(w.message) else w.category.__name__
-            if "ignored" not in text.lower():
-                print(f"tractable psl: warning: {text}", file=sys.stderr)
+        model = _load_json(Model, args.program, "infer" if args.learn else args.split, args.database)
+        if args.learn or model.learn_requested:
+            if args.split == "learn" and args.learn:
+                raise ValueError("`--learn` learns on the learn split and infers on the infer split; drop --split.")
+            _learn_into(Model, model, args)
     else:
+        if args.learn:
+            raise ValueError("`--learn` takes a PSL 2.4 JSON program (with its learn split); got a .psl/.data pair.")
         for path in (args.program, args.data):
             if not os.path.isfile(path):
                 raise OSError(f"file not found: {path}")

@@ -119,10 +119,20 @@ def _inline(rows: list, where: str, arity: int):
 def _options(model, options: dict, where: str) -> None:
     if not isinstance(options, dict):
         raise ValueError(f"{where}: `options` must be an object; got {options!r}.")
+    from .learning import LEARNING_PREFIXES
+
     ignored = []
     for key, value in options.items():
         k = str(key).lower()
-        if k in OPTION_MAP:
+        if k == "runtime.learn":
+            model.learn_requested = value is True or str(value).strip().lower() == "true"
+        elif k == "runtime.learn.method":
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{where}: option {key!r} must name a learner; got {value!r}.")
+            model.learn_method = value.strip()
+        elif k.startswith(LEARNING_PREFIXES):
+            model.learn_options[str(key)] = value
+        elif k in OPTION_MAP:
             name, conv = OPTION_MAP[k]
             try:
                 model.solve_options[name] = conv(value)

@@ -1109,6 +1109,28 @@ def _resolve(method):
     return name
 
 
+#: prefixes of PSL's weight-learning options (a program's ``options`` with these go to :meth:`Model.learn`)
+LEARNING_PREFIXES = (
+    "gradientdescent.",
+    "minimizer.",
+    "votedperceptron.",
+    "maxspeudolikelihood.",
+    "maxpseudolikelihood.",
+    "weightlearning.",
+)
+
+
+def learner_options(method: str, options: dict) -> dict:
+    """The entries of ``options`` (PSL names, from a program) that the learner ``method`` uses.
+
+    A program may set options of several learners (PSL reads the ones of the learner it runs); the others
+    are dropped here, so :meth:`Model.learn` sees only what applies.
+    """
+    table = LEARNERS[_resolve(method)].options
+    used = {psl.lower() for psl, _, _ in table.values()} | {k for k, v in _PSL_ALIASES.items() if v in table}
+    return {k: v for k, v in options.items() if k.lower() in used}
+
+
 def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnResult:
     """Learn the weights of a model's weighted rules from its ``truth`` partition (see :meth:`Model.learn`).
 

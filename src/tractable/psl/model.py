@@ -127,6 +127,11 @@ class Model:
     solve_options : dict
         Options passed to :func:`tractable.hlmrf.solve` by :meth:`infer` (set from a JSON
         configuration's ``options``; arguments of :meth:`infer` take precedence).
+    learn_options : dict
+        A configuration's weight-learning options under their PSL names (``gradientdescent.*``,
+        ``minimizer.*``, ``votedperceptron.*``, ...), for :meth:`learn`.
+    learn_method, learn_requested
+        A configuration's ``runtime.learn.method`` (or None) and ``runtime.learn`` (False by default).
     ignored_options : list of str
         Options of a configuration that have no meaning here (reported with a warning).
     evaluators : dict
@@ -165,6 +170,9 @@ class Model:
         self._ground: GroundModel | None = None
         self._predictions: dict | None = None
         self.solve_options: dict = {}
+        self.learn_options: dict = {}
+        self.learn_method: str | None = None
+        self.learn_requested: bool = False
         self.ignored_options: list[str] = []
         self.evaluators: dict = {}
 
