@@ -11,8 +11,9 @@ from scipy.special import expit
 from _oracles import BinaryEnumeration
 from tractable.cardinality import chain_marginals, log_partition, marginals, sample
 from tractable.cardinality._balanced import Balanced
+from tractable.cardinality._convolve import convolve_rows
 from tractable.cardinality._direct_levels import down_direct_levels, up_direct_levels
-from tractable.cardinality._kernels import conv_direct_batch, corr_children_direct
+from tractable.cardinality._kernels import corr_children_direct
 from tractable.cardinality.convolution_tree import _affine_slope, _marginals_core
 
 
@@ -133,7 +134,7 @@ def test_direct_levels_match_level_by_level_kernels(n, top):
         rows, w = pad >> h, (1 << h) + 1
         got, got_s = flat[off : off + rows * w].reshape(rows, w), sflat[soff : soff + rows]
         if h:
-            x = conv_direct_batch(levels[-1][0::2].copy(), levels[-1][1::2].copy())
+            x = convolve_rows(levels[-1][0::2], levels[-1][1::2], method="direct")
             levels.append(x)
             scales.append(scales[-1][0::2] + scales[-1][1::2])
         # the same messages in log space (zeros included): atol 1e-12 in log is 1e-12 relative

@@ -2,12 +2,20 @@
 
 import numpy as np
 import pytest
+from numba import njit
 from scipy.stats import chisquare
 
 from _oracles import BinaryEnumeration
 from tractable._random import streams
 from tractable.cardinality._balanced import Balanced
 from tractable.cardinality._kernels import alias_table
+
+
+@njit
+def _alias_table(w, n, thr, alias, pos, work):
+    # alias_table is compiled for calls from kernels only (no Python entry point)
+    alias_table(w, n, thr, alias, pos, work)
+
 
 ONE = 2.0**53
 
@@ -29,8 +37,8 @@ def test_alias_table_reproduces_the_weights(n):
     if not w.any():
         w[0] = 1.0
     thr = np.empty(n, dtype=np.int64)
-    alias = np.empty(2 * n, dtype=np.int32)
-    alias_table(w.copy(), n, thr, alias, 0, np.empty(n, dtype=np.int64))
+    alias = np.empty(2 * n, dtype=np.int16)
+    _alias_table(w.copy(), n, thr, alias, 0, np.empty(n, dtype=np.int64))
     assert np.array_equal(alias[0::2], np.arange(n))
     p = _implied(thr, alias, n)
     # zero weights are never drawn: they keep nothing and are nobody's alias
@@ -41,8 +49,8 @@ def test_alias_table_reproduces_the_weights(n):
 
 def test_alias_table_all_zero_weights_give_the_uniform_table():
     thr = np.empty(4, dtype=np.int64)
-    alias = np.empty(8, dtype=np.int32)
-    alias_table(np.zeros(4), 4, thr, alias, 0, np.empty(4, dtype=np.int64))
+    alias = np.empty(8, dtype=np.int16)
+    _alias_table(np.zeros(4), 4, thr, alias, 0, np.empty(4, dtype=np.int64))
     assert np.allclose(_implied(thr, alias, 4), 0.25, rtol=0, atol=1e-15)
 
 

@@ -16,6 +16,7 @@ For the downward correlation only the last entry aliases; it is a dot product, d
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -23,7 +24,7 @@ import scipy.fft as sfft
 
 from ._convolve import DEFAULT_CROSSOVER, METHODS
 from ._direct_levels import direct_top, down_direct_levels, up_direct_levels
-from ._kernels import block_alias_tables, sample_descent_alias
+from ._kernels import sample_descent_alias, split_table_bound
 
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _NOISE = 1e-14  # FFT output entries below this fraction of the row maximum are rounding noise
@@ -33,6 +34,21 @@ def _clean(x: np.ndarray) -> np.ndarray:
     floor = _NOISE * x.max(axis=1, keepdims=True)
     x[x < floor] = 0.0
     return x
+
+
+@functools.cache
+def _block_configurations(block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``2^block`` configurations of a block of leaves for the sampler: ``masks`` (bit i = leaf i on)
+    sorted by popcount, ``start`` (``block + 2``,: those with popcount r at ``start[r]:start[r + 1]``)
+    and ``patterns`` (each configuration's leaf states as 8 bytes, byte i = leaf i, native byte order).
+    Built once per block size (the arrays are shared: never written)."""
+    cfg = np.arange(1 << block)
+    pop = np.array([bin(c).count("1") for c in cfg])
+    masks = cfg[np.argsort(pop, kind="stable")].astype(np.int64)
+    start = np.searchsorted(np.sort(pop), np.arange(block + 2)).astype(np.int64)
+    bits = ((masks[:, None] >> np.arange(8)[None, :]) & 1).astype(np.uint8)
+    patterns = np.ascontiguousarray(bits).view(np.uint64).ravel()
+    return masks, start, patterns
 
 
 class Balanced:
@@ -174,15 +190,17 @@ class Balanced:
         hb = min(block_height, self.n_levels)
         level_start = np.cumsum([0] + [pad >> h for h in range(self.n_levels + 1)])
         block = 1 << hb
-        cfg = np.arange(1 << block)
-        pop = np.array([bin(c).count("1") for c in cfg])
-        masks = cfg[np.argsort(pop, kind="stable")].astype(np.int64)
-        start = np.searchsorted(np.sort(pop), np.arange(block + 2)).astype(np.int64)
-        # configuration -> its leaf states as 8 bytes (byte i = leaf i), native byte order
-        bits = ((masks[:, None] >> np.arange(8)[None, :]) & 1).astype(np.uint8)
-        patterns = np.ascontiguousarray(bits).view(np.uint64).ravel()
-        prob, alias = block_alias_tables(self.vec[0], block, masks, start)
+        masks, start, patterns = _block_configurations(block)
         nz_lo, nz_hi = self._support()
+        block_node0 = int(level_start[hb])
+        # the (node, count) slots of the split tables: internal nodes above the blocks
+        slot_base = np.zeros(left.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.where(np.arange(left.shape[0]) >= block_node0 + pad // block, length, 0), out=slot_base[1:])
+        n_slots = int(slot_base[-1])
+        slots = np.full((n_slots, 3), -1, dtype=np.int64)
+        chunk = min(4096, max(1, root_counts.shape[0]))  # samples per sweep of the tree
+        depth = self.n_levels - hb  # from the root down to the blocks
+        alias_max = 1 << min(alias_height, 10)  # split tables of <= 513 entries: the draw needs n < 1024
         words = sample_descent_alias(
             root_counts.astype(np.int64),
             int(level_start[-1] - 1),
@@ -193,13 +211,19 @@ class Balanced:
             length,
             nz_lo,
             nz_hi,
-            1 << min(alias_height, 10),  # split tables of <= 513 entries: the draw needs n < 1024
-            int(level_start[hb]),
-            prob,
-            alias,
+            alias_max,
+            split_table_bound(self.n, hb, self.n_levels, alias_max),
+            block_node0,
+            self.vec[0].ravel(),
+            masks,
             start,
             patterns,
             state,
+            slot_base,
+            slots,
+            np.empty(n_slots),
+            np.empty((2 * depth + 2, chunk), dtype=np.int32),  # count rows: two per depth
+            np.empty((chunk, 8), dtype=np.uint64),  # the current group of 8 blocks of each sample
         )
         out = words.view(np.uint8)  # (S, 8 n_blocks): block b's leaves are bytes 8b .. 8b + block - 1
         if block < 8:

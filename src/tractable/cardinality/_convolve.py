@@ -18,7 +18,7 @@ import os
 import numpy as np
 import scipy.fft as sfft
 
-from ._kernels import conv_direct_batch, corr_direct_batch
+from ._kernels import CONV, CORR, direct_rows
 
 __all__ = ["DEFAULT_CROSSOVER", "METHODS", "convolve_rows", "correlate_rows"]
 
@@ -47,6 +47,14 @@ METHODS = {"auto": _fft_above_crossover, "fft": _fft_always, "direct": _fft_neve
 
 _NOISE = 1e-14
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+def _as_kernel_rows(x: np.ndarray) -> np.ndarray:
+    """``x`` as the one array type the kernels are compiled for: C-ordered, writable float64 (anything
+    else, a read-only or strided view included, is copied), so that no second signature is compiled."""
+    if x.dtype != np.float64 or not x.flags.c_contiguous or not x.flags.writeable:
+        x = np.array(x, dtype=np.float64, order="C")
+    return x
 
 
 def _convolve_direct_python(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -80,7 +88,8 @@ def convolve_rows(a: np.ndarray, b: np.ndarray, *, method: str = "auto", crossov
     """Full convolution of each row of ``a`` (n, m) with the same row of ``b`` (n, p): (n, m + p - 1)."""
     m, p = a.shape[1], b.shape[1]
     if not METHODS[method](max(m, p), crossover):
-        return conv_direct_batch(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        a, b = _as_kernel_rows(a), _as_kernel_rows(b)
+        return direct_rows(a, b, np.zeros((a.shape[0], m + p - 1)), CONV)
     n_out = m + p - 1
     nfft = sfft.next_fast_len(n_out, real=True)
     fa = sfft.rfft(a, n=nfft, axis=1, workers=_WORKERS)
@@ -99,7 +108,7 @@ def correlate_rows(
     """
     m, p = a.shape[1], b.shape[1]
     if not METHODS[method](max(m, p), crossover):
-        return corr_direct_batch(np.ascontiguousarray(a), np.ascontiguousarray(b), width)
+        return direct_rows(_as_kernel_rows(a), _as_kernel_rows(b), np.empty((a.shape[0], width)), CORR)
     # circular correlation of length N has no wrap-around for j < width when N >= m and
     # N >= width + p - 1
     nfft = sfft.next_fast_len(max(m, width + p - 1), real=True)

@@ -46,32 +46,42 @@ def direct_top(n_levels: int, use_fft) -> int:
     return top
 
 
-@njit
-def _level_offsets(pad, top):
-    """Start of each level ``h = 0..top`` in the flat values and the flat scales (index h)."""
-    off = np.zeros(top + 2, dtype=np.int64)
-    soff = np.zeros(top + 2, dtype=np.int64)
-    for h in range(top + 1):
-        off[h + 1] = off[h] + (pad >> h) * ((1 << h) + 1)
-        soff[h + 1] = soff[h] + (pad >> h)
-    return off, soff
+def level_sizes(pad: int, top: int) -> tuple[int, int]:
+    """Entries of the flat values and of the flat scales of levels ``0..top`` (:func:`up_direct_levels`)."""
+    return (top + 1) * pad + (2 * pad - (pad >> top)), 2 * pad - (pad >> top)
 
 
-@njit
-def up_direct_levels(leaf_logw, pad, top):
+@njit(inline="always")
+def _level_start(pad, h):
+    """Start of level ``h`` in the flat values and in the flat scales: level g has ``pad >> g`` rows
+    of ``2^g + 1`` entries (``pad`` a power of two >= ``2^g``), so the levels below h hold ``h pad +
+    sum_g (pad >> g)`` entries and ``sum_g (pad >> g)`` scales."""
+    s = 0
+    for g in range(h):
+        s += pad >> g
+    return h * pad + s, s
+
+
+def up_direct_levels(leaf_logw: np.ndarray, pad: int, top: int) -> tuple[np.ndarray, np.ndarray]:
     """Upward messages of levels ``0..top``: the leaves, then direct convolutions.
 
     leaf_logw : (n, 2) float64 log weights of ``y = 0`` and ``y = 1`` (not both ``-inf``); pad : a
     power of two >= n and >= ``2^top``. Level 0 holds each leaf's weights with the larger one
     exactly 1 (padding leaves ``n..pad-1``: ``(1, 0)``, scale 0); every row of a level ``h >= 1``
-    has its maximum in [2^-20, 2^20] (:func:`_rescale`). Returns ``flat`` (level h at ``off[h] ..
-    off[h + 1]``, row-major ``(pad >> h, 2^h + 1)``) and ``sflat`` (log scales, level h at
-    ``soff[h] ..``), offsets as :func:`_level_offsets`.
+    has its maximum in [2^-20, 2^20] (:func:`_rescale`). Returns ``flat`` (level h from the first
+    entry of :func:`level_sizes` of ``h - 1`` on, row-major ``(pad >> h, 2^h + 1)``) and ``sflat``
+    (log scales, level h from the second).
     """
+    size, ssize = level_sizes(pad, top)
+    flat, sflat = np.zeros(size), np.zeros(ssize)
+    _up_levels(np.ascontiguousarray(leaf_logw, dtype=np.float64), pad, top, flat, sflat)
+    return flat, sflat
+
+
+@njit(no_cfunc_wrapper=True)
+def _up_levels(leaf_logw, pad, top, flat, sflat):
+    """:func:`up_direct_levels` into ``flat`` and ``sflat`` (zero on entry)."""
     n = leaf_logw.shape[0]
-    off, soff = _level_offsets(pad, top)
-    flat = np.zeros(off[top + 1])
-    sflat = np.zeros(soff[top + 1])
     for i in range(n):
         a = leaf_logw[i, 0]
         b = leaf_logw[i, 1]
@@ -86,11 +96,15 @@ def up_direct_levels(leaf_logw, pad, top):
     for i in range(n, pad):
         flat[2 * i] = 1.0
     wp = 2
+    ob = 0  # start of level h - 1 in flat and in sflat
+    sob = 0
     for h in range(1, top + 1):
         rows = pad >> h
         w = (1 << h) + 1
-        lvl = flat[off[h] : off[h + 1]]
-        below = flat[off[h - 1] : off[h]]
+        oc = ob + 2 * rows * wp  # start of level h
+        soc = sob + 2 * rows
+        lvl = flat[oc : oc + rows * w]
+        below = flat[ob:oc]
         for r in range(rows):
             # slices, so that every index below is a loop counter (no wrap-around checks)
             row = lvl[r * w : r * w + w]
@@ -103,23 +117,25 @@ def up_direct_levels(leaf_logw, pad, top):
                 for i in range(wp):
                     row[j + i] += aj * b[i]
             # children maxima are >= 2^-20 (level 0: 1), so the maximum is > 0
-            sflat[soff[h] + r] = sflat[soff[h - 1] + 2 * r] + sflat[soff[h - 1] + 2 * r + 1] + _rescale(row, w)
+            sflat[soc + r] = sflat[sob + 2 * r] + sflat[sob + 2 * r + 1] + _rescale(row, w)
         wp = w
-    return flat, sflat
+        ob = oc
+        sob = soc
 
 
 _BIG = 2.0**20  # rows are rescaled only when their maximum leaves [1 / _BIG, _BIG]
 _SMALL = 1.0 / _BIG
 
 
-@njit(inline="always")
+@njit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _rescale(buf, w):
     """Keep ``buf[:w]`` (non-negative) in range: if its maximum is outside [2^-20,
     2^20], scale it by a power of two (exact) to a maximum in [0.5, 1). Returns the log of the
     factor removed (0 when left alone; ``-inf`` and the row left 0 if it is all zero)."""
     mx = 0.0
     for k in range(w):
-        mx = max(mx, buf[k])
+        if buf[k] > mx:
+            mx = buf[k]
     if mx >= _SMALL and mx <= _BIG:
         return 0.0
     if mx == 0.0:
@@ -131,8 +147,7 @@ def _rescale(buf, w):
     return e * _LN2
 
 
-@njit
-def down_direct_levels(a_top, s_top, flat, sflat, pad, top):
+def down_direct_levels(a_top, s_top, flat, sflat, pad: int, top: int) -> tuple[np.ndarray, np.ndarray]:
     """Messages into the leaves from above, given the messages into the nodes of level ``top``.
 
     a_top : (pad >> top, 2^top + 1) messages into level ``top`` (counts 0..2^top); s_top : their
@@ -140,34 +155,45 @@ def down_direct_levels(a_top, s_top, flat, sflat, pad, top):
     ``0..top`` (:func:`up_direct_levels`). Returns (pad, 2) messages into the leaves (maximum in
     [2^-20, 2^20], or all zero) and (pad,) log scales (``-inf`` for zero rows).
     """
-    off, soff = _level_offsets(pad, top)
+    out, sout = np.empty((pad, 2)), np.empty(pad)
+    a_top = np.ascontiguousarray(a_top, dtype=np.float64)
+    s_top = np.ascontiguousarray(s_top, dtype=np.float64)
+    _down_levels(a_top, s_top, flat, sflat, pad, top, out, sout)
+    return out, sout
+
+
+@njit(no_cfunc_wrapper=True)
+def _down_levels(a_top, s_top, flat, sflat, pad, top, out, sout):
+    """:func:`down_direct_levels` into ``out`` (pad, 2) and ``sout`` (pad,)."""
     n_blocks = a_top.shape[0]
     block = 1 << top
     w_top = block + 1
-    out = np.empty((pad, 2))
-    sout = np.empty(pad)
-    cur = np.empty(2 * block + 2)
-    nxt = np.empty(2 * block + 2)
-    cs = np.empty(block)
-    ns = np.empty(block)
+    half = 2 * block + 2
+    buf = np.empty(2 * half)  # the messages into one level of the block and into the next, by halves
+    sbuf = np.empty(2 * block)  # their log scales, by halves
     for blk in range(n_blocks):
+        cur = 0  # the current half of buf (0 or half) and of sbuf (scur: 0 or block)
+        scur = 0
         for k in range(w_top):
-            cur[k] = a_top[blk, k]
-        cs[0] = s_top[blk]
+            buf[k] = a_top[blk, k]
+        sbuf[0] = s_top[blk]
         for h in range(top, 0, -1):
+            nxt = half - cur
+            snxt = block - scur
             nb = block >> h  # nodes of level h in this block
             w = (1 << h) + 1
             wc = (1 << (h - 1)) + 1  # w = 2 wc - 1: a[j + i] exists for all j, i < wc
-            lvl = flat[off[h - 1] : off[h]]
-            slv = sflat[soff[h - 1] : soff[h]]
+            o, so = _level_start(pad, h - 1)
+            lvl = flat[o : o + (pad >> (h - 1)) * wc]
+            slv = sflat[so : so + (pad >> (h - 1))]
             for q in range(nb):
                 # slices, so that every index below is a loop counter (no wrap-around checks)
                 child = 2 * (blk * nb + q)  # row of the left child in level h - 1
                 ul = lvl[child * wc : child * wc + wc]
                 ur = lvl[child * wc + wc : child * wc + 2 * wc]
-                par = cur[q * w : q * w + w]
-                out_l = nxt[2 * q * wc : 2 * q * wc + wc]
-                out_r = nxt[2 * q * wc + wc : 2 * q * wc + 2 * wc]
+                par = buf[cur + q * w : cur + q * w + w]
+                out_l = buf[nxt + 2 * q * wc : nxt + 2 * q * wc + wc]
+                out_r = buf[nxt + 2 * q * wc + wc : nxt + 2 * q * wc + 2 * wc]
                 for j in range(wc):
                     acc_l = 0.0
                     acc_r = 0.0
@@ -177,12 +203,11 @@ def down_direct_levels(a_top, s_top, flat, sflat, pad, top):
                         acc_r += aj * ul[i]
                     out_l[j] = acc_l
                     out_r[j] = acc_r
-                ns[2 * q] = cs[q] + slv[child + 1] + _rescale(out_l, wc)
-                ns[2 * q + 1] = cs[q] + slv[child] + _rescale(out_r, wc)
-            cur, nxt = nxt, cur
-            cs, ns = ns, cs
+                sbuf[snxt + 2 * q] = sbuf[scur + q] + slv[child + 1] + _rescale(out_l, wc)
+                sbuf[snxt + 2 * q + 1] = sbuf[scur + q] + slv[child] + _rescale(out_r, wc)
+            cur = nxt
+            scur = snxt
         for q in range(block):
-            out[blk * block + q, 0] = cur[2 * q]
-            out[blk * block + q, 1] = cur[2 * q + 1]
-            sout[blk * block + q] = cs[q]
-    return out, sout
+            out[blk * block + q, 0] = buf[cur + 2 * q]
+            out[blk * block + q, 1] = buf[cur + 2 * q + 1]
+            sout[blk * block + q] = sbuf[scur + q]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._convolve import DEFAULT_CROSSOVER, convolve_rows, correlate_rows
-from ._kernels import maxplus_conv_batch, tree_sizes
+from ._kernels import MAXPLUS, direct_rows, tree_sizes
 
 NO_CONFIGURATION = "no configuration has non-zero probability"
 
@@ -219,7 +219,7 @@ def upward_max(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None 
         wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
         a = _gather_log(tree, msgs, lc, wc)
         b = _gather_log(tree, msgs, rc, wc)
-        x = maxplus_conv_batch(a, b)[:, : tree.widths[h]].copy()
+        x = direct_rows(a, b, np.full((a.shape[0], 2 * wc - 1), -np.inf), MAXPLUS)[:, : tree.widths[h]].copy()
         if potentials.get(h) is not None:
             x = x + potentials[h]
         msgs.append(x)

@@ -64,7 +64,7 @@ class Windowed(Balanced):
             if part.size:
                 cols = lo[part, None] + np.arange(x.shape[1])[None, :]
                 x[part] = np.where(cols > size[part, None], 0.0, x[part])
-            logmax = clean_normalize_rows(x, _NOISE)
+            logmax = clean_normalize_rows(x, _NOISE, np.empty(x.shape[0]))
             if not np.all(logmax > -np.inf):
                 raise ValueError("no configuration has non-zero probability.")
             x, lo = _trim(x, lo)
@@ -102,7 +102,11 @@ class Windowed(Balanced):
             ll, lr = lo_c[0::2], lo_c[1::2]
             # a_shift(m) = a(lo_l + lo_r - lo_a + m), m = 0 .. 2 wc - 2 (zero outside a's window)
             delta = ll + lr - self.lo[h]
-            ash = a if a.shape[1] == 2 * wc - 1 and not delta.any() else shift_rows(a, delta, 2 * wc - 1)
+            ash = (
+                a
+                if a.shape[1] == 2 * wc - 1 and not delta.any()
+                else shift_rows(a, delta, np.zeros((a.shape[0], 2 * wc - 1)))
+            )
             ul, ur = up[0::2], up[1::2]
             nfft = 2 * (wc - 1)
             fa = sfft.rfft(ash, n=nfft, axis=1, workers=_WORKERS)  # entry nfft aliases: fixed below
@@ -123,6 +127,6 @@ class Windowed(Balanced):
             sup = self.scale[h - 1]
             sc[0::2] = sa + sup[1::2]
             sc[1::2] = sa + sup[0::2]
-            sa = sc + clean_normalize_rows(x, _NOISE)
+            sa = sc + clean_normalize_rows(x, _NOISE, np.empty(x.shape[0]))
             a = x
         return self._down_direct(a, sa)

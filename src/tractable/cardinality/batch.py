@@ -29,12 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from .._numba import njit
 from .._results import OPTIMAL, Result, frozen_array, stop_message
 from .._validate import as_float_array, check_choice
 from ._convolve import DEFAULT_CROSSOVER, METHODS
-from ._kernels import chain_log_kernel
 from ._tree import NO_CONFIGURATION
+from .chain import _run_chain_stack
 from .convolution_tree import _marginals_core
 
 __all__ = ["BATCH_METHODS", "CardinalityMarginalsBatch", "marginals_batch"]
@@ -169,12 +168,13 @@ def _marginals_batch(theta: np.ndarray, f: np.ndarray, method: str, t0: float) -
     B, D = theta.shape
     run = method if method != "auto" else ("chain" if D <= CHAIN_MAX else "auto")
     convolution = "auto" if run == "tree" else run
-    log_odds = np.empty((B, D))
-    count = np.zeros((B, D + 1))
-    logz = np.empty(B)
     if run == "chain":
-        _chain_stack(theta, f, log_odds, count, logz)
+        (log_odds, count, logz, offset), _ = _run_chain_stack(theta, f, D)
+        logz += offset  # log Z = the chain's + the offset sum_d max(theta_d, 0) of the free variables
     else:
+        log_odds = np.empty((B, D))
+        count = np.zeros((B, D + 1))
+        logz = np.empty(B)
         for b in range(B):  # O(D log^2 D) of work per model dwarfs the loop's overhead (see the module docstring)
             log_odds[b], count[b], logz[b], _ = _marginals_core(theta[b], f[b], convolution, DEFAULT_CROSSOVER)
     marg = np.empty((B, D, 2))
@@ -188,47 +188,3 @@ def _marginals_batch(theta: np.ndarray, f: np.ndarray, method: str, t0: float) -
         method=method,
         message=stop_message(OPTIMAL, method, 0, f"{B} models by the {run} algorithm"),
     )
-
-
-@njit
-def _chain_stack(theta, f, log_odds, count, logz):
-    """The chain algorithm of ``chain._chain_core`` on every model of a stack, in place on the outputs.
-
-    ``theta`` (B, D), ``f`` (B, D + 1); writes ``log_odds`` (B, D), ``count`` (B, D + 1, zero on
-    entry) and ``logz`` (B,).
-    """
-    B, D = theta.shape
-    free = np.empty(D, dtype=np.int64)
-    for b in range(B):
-        n_on = 0
-        n_free = 0
-        for d in range(D):
-            t = theta[b, d]
-            log_odds[b, d] = t  # clamped variables keep their ±inf
-            if t == np.inf:
-                n_on += 1
-            elif t > -np.inf:
-                free[n_free] = d
-                n_free += 1
-        th = np.empty(n_free)
-        for i in range(n_free):
-            th[i] = theta[b, free[i]]
-        f_eff = f[b, n_on : n_on + n_free + 1].copy()
-        lz, log1, log0, logw = chain_log_kernel(th, f_eff, n_free)
-        for i in range(n_free):
-            log_odds[b, free[i]] = log1[i] - log0[i]
-        for k in range(n_free + 1):
-            p = np.exp(logw[k] + f_eff[k] - lz)
-            count[b, n_on + k] = p if p == p else 0.0
-        # the offset sum_d max(theta_d, 0) of the free variables, compensated (Neumaier)
-        s = 0.0
-        c = 0.0
-        for i in range(n_free):
-            v = max(th[i], 0.0)
-            t = s + v
-            if abs(s) >= abs(v):
-                c += (s - t) + v
-            else:
-                c += (v - t) + s
-            s = t
-        logz[b] = lz + (s + c)

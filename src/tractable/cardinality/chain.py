@@ -14,12 +14,27 @@ import time
 import numpy as np
 
 from .._validate import check_int
-from ._kernels import chain_log_kernel
+from ._convolve import _as_kernel_rows
+from ._kernels import chain_stack
 from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
 from .convolution_tree import _Clamped, _validate_marginals_args
 
 __all__ = ["chain_marginals"]
+
+
+def _run_chain_stack(theta: np.ndarray, f: np.ndarray, cap: int):
+    """The compiled chain (:func:`~tractable.cardinality._kernels.chain_stack`) on a stack ``theta``
+    (B, D), ``f`` (B, D + 1), counts above ``cap`` cut off. Returns the kernel's outputs ``(log_odds,
+    count, logz without offset, offset)`` and its work arrays ``(log1, log0, alpha)``, which hold the
+    last model's log masses and forward messages."""
+    theta, f = _as_kernel_rows(theta), _as_kernel_rows(f)
+    B, D = theta.shape
+    log_odds, count, logz, offset = np.empty((B, D)), np.zeros((B, D + 1)), np.empty(B), np.empty(B)
+    log1, log0, alpha = np.empty(D), np.empty(D), np.empty((D + 1) ** 2)
+    free, th, beta, newb = np.empty(D, dtype=np.int64), np.empty(D), np.empty(D + 2), np.empty(D + 2)
+    chain_stack(theta, f, cap, log_odds, count, logz, offset, free, th, alpha, beta, newb, log1, log0)
+    return (log_odds, count, logz, offset), (log1, log0, alpha)
 
 
 def _chain_core(theta: np.ndarray, f: np.ndarray, max_count: int | None = None):
@@ -29,13 +44,14 @@ def _chain_core(theta: np.ndarray, f: np.ndarray, max_count: int | None = None):
     prob = _Clamped(theta, f)
     n = prob.n_free
     kmax = n if max_count is None else max(0, min(n, max_count - prob.n_on))
-    logz, log1, log0, logw = chain_log_kernel(
-        np.ascontiguousarray(prob.theta_free), np.ascontiguousarray(prob.f_eff[: kmax + 1]), kmax
-    )
+    cap = prob.n_vars if max_count is None else max_count
+    (_, _, lz, _), (log1, log0, alpha) = _run_chain_stack(theta[None, :], f[None, :], cap)
+    logz = lz[0]
     if not logz > -np.inf:
         raise ValueError(NO_CONFIGURATION + ".")
+    logw = alpha[n * (kmax + 1) : (n + 1) * (kmax + 1)]
     log_odds = theta.copy()  # clamped variables keep their ±inf
-    log_odds[prob.free] = log1 - log0
+    log_odds[prob.free] = log1[:n] - log0[:n]
     pi = np.zeros(n + 1)
     with np.errstate(invalid="ignore"):
         pi[: kmax + 1] = np.exp(logw + prob.f_eff[: kmax + 1] - logz)

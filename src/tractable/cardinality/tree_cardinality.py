@@ -38,7 +38,8 @@ from .._forest import check_forest, traversal
 from .._logspace import normalize_log
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
 from .._validate import as_binary_assignment, as_float_array, check_int, check_rng
-from ._kernels import maxplus_conv_batch
+from ._convolve import _as_kernel_rows
+from ._kernels import MAXPLUS, direct_rows
 from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
 
@@ -464,7 +465,8 @@ class TreeCardinalityModel:
 
 
 def _maxconv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return maxplus_conv_batch(a[None, :], b[None, :])[0]
+    a, b = _as_kernel_rows(a[None, :]), _as_kernel_rows(b[None, :])
+    return direct_rows(a, b, np.full((1, a.shape[1] + b.shape[1] - 1), -np.inf), MAXPLUS)[0]
 
 
 def _best_split(a: np.ndarray, prev: np.ndarray, rem: int) -> int:
