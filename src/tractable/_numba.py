@@ -2,8 +2,10 @@
 
 ``njit`` is ``numba.njit`` with ``cache=True`` (compiled code is cached on disk: next to the package
 when it is writable, otherwise in numba's user cache; the ``NUMBA_CACHE_DIR`` environment variable
-overrides both, which is what read-only installs and Dask workers set) and ``nogil=True`` (kernels hold
-no Python objects, so threads, including Dask's threaded workers, run them in parallel).
+overrides both, which is what read-only installs and Dask workers set), ``nogil=True`` (kernels hold
+no Python objects, so threads, including Dask's threaded workers, run them in parallel) and
+``no_cfunc_wrapper=True`` (no C-callable wrapper is built for a kernel: nothing calls them from C, and
+each wrapper costs about 10 ms of compilation).
 ``NUMBA_DISABLE_JIT=1`` runs every kernel as plain Python.
 """
 
@@ -16,7 +18,7 @@ import numba
 __all__ = ["njit", "set_threads"]
 
 #: ``numba.njit`` with the library's options; use as ``@njit`` or ``@njit(inline="always")``.
-njit = functools.partial(numba.njit, cache=True, nogil=True)
+njit = functools.partial(numba.njit, cache=True, nogil=True, no_cfunc_wrapper=True)
 
 
 def set_threads(n: int) -> bool:
