@@ -175,3 +175,23 @@ def test_learn_writes_the_learned_program_then_infers(tmp_path, capsys):
     assert (tmp_path / "out2" / "HASCAT.txt").read_text() == first
     assert main(["psl", str(program), "--learn", "NoSuchLearner", "--output", str(out)]) == 2
     assert "`method` must be one of" in capsys.readouterr().err
+
+
+def test_data_that_break_a_hard_rule_are_dropped_with_a_warning_or_strict(tmp_path, capsys):
+    """simple-acquaintances' symmetry with asymmetric observations: PSL drops the ground rule and runs on."""
+    d = tmp_path / "data"
+    _write(d / "knows_obs.txt", [("1", "2", 1.0), ("2", "1", 0.0)])
+    _write(d / "knows_targets.txt", [("1", "3"), ("3", "1")])
+    cfg = {
+        "rules": ["Knows(A, B) = Knows(B, A) .", "1: !Knows(A, B) ^2"],
+        "predicates": {"Knows/2": {"observations": ["data/knows_obs.txt"], "targets": ["data/knows_targets.txt"]}},
+    }
+    (tmp_path / "p.json").write_text(json.dumps(cfg))
+    assert main(["psl", str(tmp_path / "p.json"), "--output", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert "2 infeasible without open atoms dropped" in out  # (1, 2) and (2, 1)
+    assert err.count("\n") == 1 and "dropped 2 ground rule(s) without open atoms" in err and "e.g. grounding" in err
+    assert main(["psl", str(tmp_path / "p.json"), "--strict", "--output", str(tmp_path / "out2")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "infeasible with the observed values alone (strict)" in err
+    assert not (tmp_path / "out2").exists()  # nothing written

@@ -167,7 +167,7 @@ def test_psl_keeps_groundings_that_no_observed_literal_satisfies():
     assert rows == sorted([([(qa, -1.0)], pytest.approx(-0.5)), ([(qb, 1.0)], pytest.approx(-0.5))])
 
 
-def test_hard_logical_rule_is_a_constraint_and_infeasible_grounding_raises():
+def test_hard_logical_rule_is_a_constraint_and_data_only_infeasible_grounding_is_dropped_or_strict():
     m = _model(["P(A) -> Q(A) ."], {("P", 1): {"targets": [("a",)]}, ("Q", 1): {"targets": [("a",)]}})
     g = m.ground()
     ca = g.hlmrf.constraint_arrays()
@@ -178,7 +178,25 @@ def test_hard_logical_rule_is_a_constraint_and_infeasible_grounding_raises():
         {("P", 1): {"observations": [("a", 1.0)]}, ("Q", 1): {"observations": [("a", 0.5)], "targets": [("b",)]}},
         closed={"P"},
     )
-    with pytest.raises(ValueError, match=r"'P\(A\) -> Q\(A\) \.'.*infeasible"):
+    with pytest.warns(UserWarning, match=r"'P\(A\) -> Q\(A\) \.': dropped 1 ground rule\(s\) without open atoms"):
+        g = m.ground()  # PSL drops a ground rule without open atoms, even one the data alone violate
+    assert g.n_infeasible_dropped == 1 and g.n_constraints == 0
+    m = _model(
+        ["P(A) -> Q(A) ."],
+        {("P", 1): {"observations": [("a", 1.0)]}, ("Q", 1): {"observations": [("a", 0.5)], "targets": [("b",)]}},
+        closed={"P"},
+    )
+    m.strict = True
+    with pytest.raises(
+        ValueError, match=r"'P\(A\) -> Q\(A\) \.': 1 ground rule\(s\) without open atoms are infeasible"
+    ):
+        m.ground()
+    m = _model(  # infeasible whatever the open atoms' values: always an error
+        ["P(A) + Q(A) >= 3 ."],
+        {("P", 1): {"observations": [("a", 1.0)]}, ("Q", 1): {"targets": [("a",)]}},
+        closed={"P"},
+    )
+    with pytest.raises(ValueError, match="a grounding is infeasible"):
         m.ground()
 
 

@@ -34,6 +34,12 @@ def register(subparsers) -> None:
     p.add_argument(
         "--output", default="inferred-predicates", metavar="DIR", help="output folder (default: inferred-predicates)"
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a hard ground rule that the observed values alone violate is an error (default: dropped with a "
+        "warning, as PSL drops ground rules without open atoms)",
+    )
     p.add_argument("--database", metavar="FILE", help="a DuckDB database file for the atom tables (default: memory)")
     p.add_argument("--eps-abs", type=float, help="ADMM absolute tolerance (overrides the program's option)")
     p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (overrides the program's option)")
@@ -48,11 +54,11 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
-def _load_json(Model, path, split, database):
+def _load_json(Model, path, split, database, strict=False):
     """The model of one split of a JSON program; its loading warnings on stderr (ignored options come later)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = Model.from_json(path, split=split, database=database)
+        model = Model.from_json(path, split=split, database=database, strict=strict)
     for w in caught:  # options PSL has and we do not are reprinted after grounding; the rest here
         text = str(w.message).splitlines()[0] if str(w.message) else w.category.__name__
         if "ignored" not in text.lower():
@@ -65,7 +71,7 @@ def _learn_into(Model, model, args) -> None:
     OUTPUT/learned.json, and set them on ``model`` (the infer split)."""
     from ..psl.learning import learner_options
 
-    learn_model = _load_json(Model, args.program, "learn", None)
+    learn_model = _load_json(Model, args.program, "learn", None, args.strict)
     method = args.learn if isinstance(args.learn, str) else (learn_model.learn_method or "StructuredPerceptron")
     options = learner_options(method, learn_model.learn_options)
     with warnings.catch_warnings(record=True) as caught:
@@ -129,7 +135,7 @@ def _run(args) -> int:
         for path in (args.program,):
             if not os.path.isfile(path):
                 raise OSError(f"file not found: {path}")
-        model = _load_json(Model, args.program, "infer" if args.learn else args.split, args.database)
+        model = _load_json(Model, args.program, "infer" if args.learn else args.split, args.database, args.strict)
         if args.learn or model.learn_requested:
             if args.split == "learn" and args.learn:
                 raise ValueError("`--learn` learns on the learn split and infers on the infer split; drop --split.")
@@ -140,16 +146,21 @@ def _run(args) -> int:
         for path in (args.program, args.data):
             if not os.path.isfile(path):
                 raise OSError(f"file not found: {path}")
-        model = Model.from_data_file(args.program, args.data, database=args.database)
+        model = Model.from_data_file(args.program, args.data, database=args.database, strict=args.strict)
     options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
     if args.threads is not None:
         from .._numba import set_threads
 
         options["parallel"] = set_threads(args.threads) or None
-    g = model.ground()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = model.ground()
+    for w in caught:
+        print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
     if model.ignored_options:  # after grounding, so that an error stays the only line on stderr
         print(f"ignored PSL options: {', '.join(model.ignored_options)}", file=sys.stderr)
-    print(f"grounding  {g.n_potentials} potentials, {g.n_constraints} constraints in {g.time:.3f} s")
+    dropped = f", {g.n_infeasible_dropped} infeasible without open atoms dropped" if g.n_infeasible_dropped else ""
+    print(f"grounding  {g.n_potentials} potentials, {g.n_constraints} constraints{dropped} in {g.time:.3f} s")
     predictions, res = model.infer(**{k: v for k, v in options.items() if v is not None})
     print(
         f"inference  {res.status} after {res.n_iter} iterations in {res.time:.3f} s (objective {res.objective:.6g}, "

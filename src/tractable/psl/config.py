@@ -149,14 +149,14 @@ def _options(model, options: dict, where: str) -> None:
         )
 
 
-def model_from_json(cls, path, *, split: str = "infer", database=None):
+def model_from_json(cls, path, *, split: str = "infer", database=None, strict: bool = False):
     """Build a :class:`~tractable.psl.Model` from a PSL 2.4 JSON configuration (see the module docstring)."""
     if split not in ("learn", "infer"):
         raise ValueError(f"`split` must be 'learn' or 'infer'; got {split!r}.")
     path = os.fspath(path)
     cfg = read_json(path)
     base = os.path.dirname(os.path.abspath(path))
-    model = cls(database=database)
+    model = cls(database=database, strict=strict)
     preds = cfg.get("predicates", {})
     if not isinstance(preds, dict) or not preds:
         raise ValueError(f"{path}: `predicates` must be a non-empty object with keys 'Name/arity'.")
@@ -300,10 +300,10 @@ def read_data_file(path) -> dict:
     return out
 
 
-def model_from_data_file(cls, psl_path, data_path, *, database=None):
+def model_from_data_file(cls, psl_path, data_path, *, database=None, strict: bool = False):
     """Build a :class:`~tractable.psl.Model` from a ``.psl`` rule file and a ``.data`` file."""
     spec = read_data_file(data_path)
-    model = cls(database=database)
+    model = cls(database=database, strict=strict)
     for key, p in spec["predicates"].items():
         name, arity = key.split("/")
         model.add_predicate(name, int(arity), closed=p["closed"])

@@ -76,6 +76,11 @@ class RuleGrounding:
         Rows returned by the grounding query (before dropping trivial ground rules).
     offset : float
         Weighted distance of the ground rules without free atoms (a constant of the objective).
+    n_infeasible : int
+        Hard ground rules without free atoms that the observed values alone violate: dropped, as PSL
+        drops every ground rule without an open atom (``strict=True`` raises instead).
+    infeasible_example : str
+        One of them, described (empty when there is none).
     """
 
     indptr: np.ndarray
@@ -85,6 +90,8 @@ class RuleGrounding:
     senses: np.ndarray
     n_groundings: int
     offset: float
+    n_infeasible: int = 0
+    infeasible_example: str = ""
 
 
 def _q(s: str) -> str:
@@ -227,7 +234,7 @@ def _fetch(con, sql: str) -> dict:
     return con.execute(sql).fetchnumpy()
 
 
-def ground_rule(con, rule, preds: dict, n_variables: int) -> list[RuleGrounding]:
+def ground_rule(con, rule, preds: dict, n_variables: int, *, strict: bool = False) -> list[RuleGrounding]:
     """Ground one rule.
 
     Parameters
@@ -239,6 +246,9 @@ def ground_rule(con, rule, preds: dict, n_variables: int) -> list[RuleGrounding]
         Lower-case predicate name -> :class:`Predicate`.
     n_variables : int
         Number of HL-MRF variables (for merging repeated atoms).
+    strict : bool, default False
+        Raise on a hard ground rule that the observed values alone violate, instead of dropping it
+        (PSL drops every ground rule without an open atom; see :attr:`RuleGrounding.n_infeasible`).
 
     Returns
     -------
@@ -247,8 +257,17 @@ def ground_rule(con, rule, preds: dict, n_variables: int) -> list[RuleGrounding]
     """
     check_rule(rule, preds)
     if isinstance(rule, LogicalRule):
-        return [_ground_logical(con, rule, preds, n_variables)]
-    return _ground_arithmetic(con, rule, preds, n_variables)
+        blocks = [_ground_logical(con, rule, preds, n_variables)]
+    else:
+        blocks = _ground_arithmetic(con, rule, preds, n_variables)
+    if strict:
+        for block in blocks:
+            if block.n_infeasible:
+                raise ValueError(
+                    f"PSL rule {rule.text!r}: {block.n_infeasible} ground rule(s) without open atoms are infeasible "
+                    f"with the observed values alone (strict); e.g. {block.infeasible_example}."
+                )
+    return blocks
 
 
 def _ground_logical(con, rule: LogicalRule, preds: dict, n_variables: int) -> RuleGrounding:
@@ -458,7 +477,7 @@ def _assemble_dense(rule, var, val, free, coef, const, sense, pairs) -> RuleGrou
             trivial = trivial | (~free[j] & (val[j] == (0.0 if coef[j] > 0 else 1.0)))
     else:
         trivial = _single_atom_trivial(k - np.sum(duplicate, axis=0), fmax, sense)
-    keep, offset = _decide(rule, sense, e0, fmin, fmax, n_free, trivial)
+    keep, offset, n_infeasible, example = _decide(rule, sense, e0, fmin, fmax, n_free, trivial)
     cm = np.stack([cj[keep] for cj in c], axis=1) if k else np.zeros((int(keep.sum()), 0))
     vm = np.stack([vj[keep] for vj in var], axis=1) if k else np.zeros((int(keep.sum()), 0), np.int64)
     mask = cm != 0.0
@@ -472,6 +491,8 @@ def _assemble_dense(rule, var, val, free, coef, const, sense, pairs) -> RuleGrou
         senses=np.full(cm.shape[0], sense),
         n_groundings=n_rows,
         offset=offset,
+        n_infeasible=n_infeasible,
+        infeasible_example=example,
     )
 
 
@@ -483,27 +504,46 @@ def _single_atom_trivial(n_atoms, fmax, sense):
 
 
 def _decide(rule, sense, e0, fmin, fmax, n_free, trivial):
-    """Which ground rules to keep, and the distance of those without free atoms; raise on infeasible ones.
+    """Which ground rules to keep, the distance of those without free atoms, and the infeasible ones dropped.
 
     ``trivial`` marks the groundings PSL drops as satisfied whatever the free atoms' values; a grounding
-    without free atoms is dropped too (its distance goes into the returned offset); a hard grounding
-    that no value in the box satisfies raises.
+    without free atoms is dropped too (its distance goes into the returned offset). A hard grounding that
+    no value in the box satisfies raises when it has free atoms; without free atoms the observed values
+    alone break it, and it is dropped as PSL drops it (counted, with one example, for the caller's
+    warning or, with ``strict``, its error).
+
+    Returns
+    -------
+    keep : ndarray of bool
+    offset : float
+    n_infeasible : int
+    example : str
     """
     offset = 0.0
+    n_infeasible, example = 0, ""
     if rule.hard:
         infeasible = (fmin > _TOL) | ((fmax < -_TOL) if sense == "==" else False)
-        if np.any(infeasible):
-            r = int(np.flatnonzero(infeasible)[0])
+        with_free = infeasible & (n_free > 0)
+        if np.any(with_free):
+            r = int(np.flatnonzero(with_free)[0])
             raise ValueError(
                 f"PSL rule {rule.text!r}: a grounding is infeasible: with the observed values its expression "
                 f"lies in [{fmin[r]:.6g}, {fmax[r]:.6g}], which must be {sense} 0 "
                 f"({n_free[r]} free atoms; grounding {r} of the rule's query)."
             )
+        constant = np.flatnonzero(infeasible & (n_free == 0))
+        if constant.size:
+            r = int(constant[0])
+            n_infeasible = int(constant.size)
+            example = (
+                f"grounding {r} of the rule's query, whose observed expression is {fmin[r]:.6g} where it must be "
+                f"{sense} 0"
+            )
     else:
         none = (n_free == 0) & ~trivial & (e0 > 0)
         h = e0[none]
         offset = float(rule.weight * np.sum(h * h if rule.squared else h))
-    return (n_free > 0) & ~trivial, offset
+    return (n_free > 0) & ~trivial, offset, n_infeasible, example
 
 
 def _assemble(rule, *, rows, var, val, free, coef, const, sense, n_variables) -> RuleGrounding:
@@ -535,7 +575,9 @@ def _assemble(rule, *, rows, var, val, free, coef, const, sense, n_variables) ->
     fmax = e0 + np.bincount(rows[free], weights=np.maximum(coef[free], 0.0), minlength=n_rows)
     fmin = e0 + np.bincount(rows[free], weights=np.minimum(coef[free], 0.0), minlength=n_rows)
     n_free = np.bincount(rows[free], minlength=n_rows)
-    keep, offset = _decide(rule, sense, e0, fmin, fmax, n_free, _single_atom_trivial(n_atoms, fmax, sense))
+    keep, offset, n_infeasible, example = _decide(
+        rule, sense, e0, fmin, fmax, n_free, _single_atom_trivial(n_atoms, fmax, sense)
+    )
     lengths = np.bincount(rows, minlength=n_rows)
     entry_keep = keep[rows]
     indptr = np.zeros(int(keep.sum()) + 1, np.int64)
@@ -548,4 +590,6 @@ def _assemble(rule, *, rows, var, val, free, coef, const, sense, n_variables) ->
         senses=np.full(int(keep.sum()), sense),
         n_groundings=n_rows,
         offset=offset,
+        n_infeasible=n_infeasible,
+        infeasible_example=example,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -49,6 +50,9 @@ class GroundModel:
         Seconds spent reading the data into DuckDB's atom tables.
     rule_times : tuple of float
         Seconds spent grounding each rule (its SQL query and array operations).
+    n_infeasible_dropped : int
+        Hard ground rules without open atoms that the observed values alone violate, dropped as PSL
+        drops them (:class:`Model`'s ``strict`` makes them an error).
     atoms : pandas.DataFrame
         One row per HL-MRF variable: ``predicate`` (declared name), ``arguments`` (tuple of str),
         ``variable`` (index), ``fixed_value`` (the observed value, NaN for targets) and ``in_rules``
@@ -62,6 +66,7 @@ class GroundModel:
     time: float
     load_time: float = 0.0
     rule_times: tuple = ()
+    n_infeasible_dropped: int = 0
     _atom_parts: tuple = field(default=((), (), None), repr=False, compare=False)
 
     @cached_property
@@ -121,6 +126,12 @@ class Model:
     database : str or os.PathLike, optional
         A DuckDB database file that holds the atom tables (created if missing; tables of earlier
         models in it are replaced). Default: an in-memory database.
+    strict : bool, default False
+        A hard ground rule that the observed values alone violate (it has no open atom, e.g.
+        ``Knows(A, B) = Knows(B, A) .`` with ``Knows(1, 2) = 1`` and ``Knows(2, 1) = 0`` both observed)
+        is dropped, as PSL drops every ground rule without an open atom, with one warning per rule (the
+        count and an example) and the count in :attr:`GroundModel.n_infeasible_dropped`; ``strict=True``
+        makes it an error instead.
 
     Attributes
     ----------
@@ -157,8 +168,12 @@ class Model:
     {'C': 0.35, 'L': 0.65}
     """
 
-    def __init__(self, *, database=None) -> None:
+    def __init__(self, *, database=None, strict: bool = False) -> None:
         import duckdb
+
+        if not isinstance(strict, bool):
+            raise TypeError(f"`strict` must be True or False; got {strict!r}.")
+        self.strict = strict
 
         if database is not None and not isinstance(database, (str, os.PathLike)):
             raise TypeError(f"`database` must be None or a file path; got {type(database).__name__}.")
@@ -418,12 +433,22 @@ class Model:
         offset = 0.0
         used = np.zeros(n, bool)
         rule_times = []
+        n_dropped = 0
         for rule in self._rules:
             t1 = time.perf_counter()
             n_pot = n_con = 0
-            for block in ground_rule(self._con, rule, self._preds, n):
+            for block in ground_rule(self._con, rule, self._preds, n, strict=self.strict):
                 m = block.constants.size
                 offset += block.offset
+                if block.n_infeasible:
+                    n_dropped += block.n_infeasible
+                    warnings.warn(
+                        f"PSL rule {rule.text!r}: dropped {block.n_infeasible} ground rule(s) without open atoms "
+                        f"that the observed values alone violate, as PSL does (strict=True makes this an error); "
+                        f"e.g. {block.infeasible_example}.",
+                        UserWarning,
+                        stacklevel=2,
+                    )
                 if m == 0:
                     continue
                 used[block.variables] = True
@@ -462,6 +487,7 @@ class Model:
             load_time,
             tuple(rule_times),
             _atom_parts=(strings, tuple(parts), used),
+            n_infeasible_dropped=n_dropped,
         )
         return self._ground
 
@@ -625,18 +651,18 @@ class Model:
 
     # ------------------------------------------------------------------ files
     @classmethod
-    def from_json(cls, path, *, split: str = "infer", database=None) -> Model:
+    def from_json(cls, path, *, split: str = "infer", database=None, strict: bool = False) -> Model:
         """Build a model from a PSL 2.4 JSON configuration (see :mod:`tractable.psl.config`)."""
         from .config import model_from_json
 
-        return model_from_json(cls, path, split=split, database=database)
+        return model_from_json(cls, path, split=split, database=database, strict=strict)
 
     @classmethod
-    def from_data_file(cls, psl_path, data_path, *, database=None) -> Model:
+    def from_data_file(cls, psl_path, data_path, *, database=None, strict: bool = False) -> Model:
         """Build a model from PSL 2.0-2.3 CLI files: a ``.psl`` rule file and a ``.data`` file."""
         from .config import model_from_data_file
 
-        return model_from_data_file(cls, psl_path, data_path, database=database)
+        return model_from_data_file(cls, psl_path, data_path, database=database, strict=strict)
 
     def close(self) -> None:
         """Close the DuckDB connection."""
