@@ -30,5 +30,5 @@ print("most probable explanation of wet grass:", dict(zip(fg.names, best.assignm
 with tempfile.TemporaryDirectory() as d:
     path = Path(d) / "sprinkler.uai"
     write_uai(path, fg)
-    again = variable_elimination(read_uai(path), "marginals")
+    again = variable_elimination(read_uai(path), task="marginals")
     print("same marginals after a UAI round trip:", np.allclose(again.marginals[2], res.marginals[2]))

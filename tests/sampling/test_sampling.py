@@ -162,16 +162,34 @@ def test_pruning_a_block_with_exact_marginals_leaves_the_other_block_exact():
 
 
 def test_the_kernel_folds_a_table_exactly_as_prune_does():
+    # one adaptive sweep of run_sweeps over variable 1 alone: forced on, it reaches 3 ones in 10 samples and a
+    # decision that is 0.49-confident, so it is pruned with mu = 0.3 and its general factors are folded
     rng = np.random.default_rng(0)
     t = rng.normal(size=(2, 2, 2))
     t[0, 1, 1] = -np.inf
+    f = rng.normal(size=4)
     fg = FactorGraph([2, 2, 2])
     fg.add_factor(TableFactor([0, 1, 2], t))
+    fg.add_factor(CardinalityFactor([0, 1, 2], f))
+    fg.add_factor(TableFactor([1], [-np.inf, 0.0]))
     w = compile_binary(fg)
-    _kernels._fold_general(1, 0.3, w.vf_ptr, w.vf_fac, w.vf_pos, w.g_kind, w.g_ptr, w.g_tab_ptr, w.g_tab)
-    folded = w.g_tab.reshape(2, 2, 2)
+    x = np.array([1, 1, 0])
+    stats = np.zeros((_kernels.N_STATS, 3), dtype=np.int64)
+    stats[_kernels.ONES, 1], stats[_kernels.COUNT, 1], stats[_kernels.NEXT_CHECK, 1] = 2, 9, 10
+    active, p0, fac_active = np.ones(3, dtype=np.bool_), np.zeros(3), np.diff(w.g_ptr)
+    order, state = np.array([1, 0, 2]), np.array([1, 2], dtype=np.uint64)
+    done, n_active, _, _, _ = _kernels.run_sweeps(
+        1, order, 1, x, *w.kernel_args(w.nb_ptr[1:].copy()), state, np.zeros(3), np.zeros((0, 3), np.uint8), True,
+        0.49, 10, active, stats, p0, np.zeros((2, 1), dtype=np.int64), 0, fac_active, 5,
+    )  # fmt: skip
+    assert (done, n_active, x[1], bool(active[1])) == (1, 0, 0, False)
+    assert_allclose(p0[1], betainc(4, 8, 0.5), rtol=1e-10)  # 3 ones in 10 uncorrelated samples
+    table = w.g_tab[w.g_tab_ptr[0] : w.g_tab_ptr[1]].reshape(2, 2, 2)
     ref = expected_table(t, [1], [0.3])
-    assert_allclose(folded[:, 0, :], ref) and assert_allclose(folded[:, 1, :], ref)
+    assert_allclose(table[:, 0, :], ref) and assert_allclose(table[:, 1, :], ref)
+    count = w.g_tab[w.g_tab_ptr[1] : w.g_tab_ptr[2]]
+    assert_allclose(count, [*(0.7 * f[:3] + 0.3 * f[1:]), -np.inf])
+    assert fac_active.tolist() == [2, 2]
 
 
 def _mmp_model(seed, n=10):
@@ -260,3 +278,18 @@ def test_init_must_be_a_binary_state_of_the_right_shape():
         bad = FactorGraph([2, 2])
         bad.add_factor(RecursiveCardinalityFactor([0, 1], [[0, 1]], [[0.0, 0.0, 0.0]]))
         gibbs(bad, n_sweeps=10)
+
+
+def test_one_compiled_signature_serves_gibbs_burn_in_and_adaptive_mmp():
+    # a fresh install compiles run_sweeps and decision_tails once: plain sweeps pass empty arrays of the
+    # adaptive arguments' types, and Python calls decision_tails with the kernel's int64 counts
+    rng = np.random.default_rng(0)
+    fg = _random_binary_graph(rng, n=6, hard=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gibbs(fg, n_sweeps=20, rng=0)
+        gibbs(fg, n_sweeps=20, burn_in=5, rng=1, return_samples=True)
+        adaptive_mmp(fg, max_sweeps=5, burn_in=0, rng=0)
+        adaptive_mmp(fg, max_sweeps=50, rng=0, evidence={0: 1})
+    assert len(_kernels.run_sweeps.signatures) == 1, _kernels.run_sweeps.signatures
+    assert len(_kernels.decision_tails.signatures) == 1, _kernels.decision_tails.signatures

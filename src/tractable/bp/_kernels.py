@@ -1,9 +1,17 @@
-"""Compiled message kernels of cardinality factors (all factors of a group in one call).
+"""Compiled kernels of belief propagation: cardinality-factor messages (all factors of a group in one call)
+and exact sum-product on forests.
 
-Every kernel reads the incoming log messages ``mu[e, 0:2]`` (variable -> factor, normalized, so the
-larger entry is at most 0 and no entry is NaN; one entry may be ``-inf``) of each factor's edges
+Every cardinality kernel reads the incoming log messages ``mu[e, 0:2]`` (variable -> factor, normalized,
+so the larger entry is at most 0 and no entry is NaN; one entry may be ``-inf``) of each factor's edges
 ``edges[indptr[a]:indptr[a + 1]]`` and writes the outgoing log messages ``out[e, 0:2]`` (factor ->
 variable), up to a constant per edge. ``f[f_ptr[a]:f_ptr[a + 1]]`` is factor ``a``'s count potential.
+
+Compilation time is part of the design (a fresh install compiles each kernel once, on its first call,
+1 to 1.5 ms of CPU per statement of typed numba IR): every kernel has one signature (the callers pass
+C-contiguous int64 / float64 / bool arrays), allocates nothing (the callers pass the scratch space, sized
+by :func:`chain_work_size` and :func:`sort_work_sizes`), compiles no numba library routine with it
+(``np.argsort``'s quicksort, as slow to compile as the kernel around it, is written out), and
+writes each computation once (``inline="always"`` only for :func:`_send`, whose two call sites are hot).
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from .._numba import njit
 _NINF = -np.inf
 
 
-@njit(inline="always")
+@njit
 def _lae(x, y):
     """``log(exp(x) + exp(y))``, exact for ``-inf`` operands."""
     if x == _NINF:
@@ -27,8 +35,21 @@ def _lae(x, y):
     return y + np.log1p(np.exp(x - y))
 
 
+def chain_work_size(indptr, kmax) -> int:
+    """Length of the float64 scratch array of :func:`chain_sum_messages` for these factors."""
+    if indptr.shape[0] < 2:
+        return 1
+    return int(((np.diff(indptr) + 2) * (kmax + 1) + 1).max())
+
+
+def sort_work_sizes(indptr) -> tuple:
+    """Lengths of the float64 and int64 scratch arrays of :func:`sort_max_messages` for these factors."""
+    d = int(np.diff(indptr).max()) if indptr.shape[0] > 1 else 0
+    return 6 * d + 3, 2 * d + 2 * _SORT_STACK
+
+
 @njit
-def chain_sum_messages(indptr, edges, f_ptr, f, kmax, flip, mu, out, logz):
+def chain_sum_messages(indptr, edges, f_ptr, f, kmax, flip, mu, out, logz, work):
     """Sum-product messages of cardinality factors by the log-space chain, O(D * (kmax + 1)) each.
 
     The chain of Tarlow et al. (2012), Sec. 6.1, run on the incoming messages as per-state weights
@@ -41,60 +62,61 @@ def chain_sum_messages(indptr, edges, f_ptr, f, kmax, flip, mu, out, logz):
     which is cheaper when only counts near ``D`` are allowed.
 
     ``logz[a]`` receives ``log sum_y exp(f(|y|) + sum_d w_d(y_d))``, the factor's local partition
-    function given its incoming messages.
+    function given its incoming messages. ``work`` is float64 scratch of :func:`chain_work_size` entries.
     """
     for a in range(indptr.shape[0] - 1):
         e0 = indptr[a]
         d_total = indptr[a + 1] - e0
         fa = f[f_ptr[a] : f_ptr[a + 1]]
         km = kmax[a]
-        fl = flip[a]
-        alpha = np.full((d_total + 1, km + 1), _NINF)
-        alpha[0, 0] = 0.0
+        y0 = 1 if flip[a] else 0  # the chain's state 0 is y = y0
+        y1 = 1 - y0
+        w = km + 1
+        # alpha[d, k] = work[d * w + k] (d = 0 .. D), beta[j] = work[nb + j] (j = 0 .. km + 1)
+        nb = (d_total + 1) * w
+        work[0] = 0.0
+        for k in range(1, w):
+            work[k] = _NINF
         for d in range(d_total):
             e = edges[e0 + d]
-            w0 = mu[e, 1] if fl else mu[e, 0]
-            w1 = mu[e, 0] if fl else mu[e, 1]
-            for k in range(km + 1):
-                v = alpha[d, k] + w0
-                if k > 0:
-                    v = _lae(v, alpha[d, k - 1] + w1)
-                alpha[d + 1, k] = v
-        beta = np.full(km + 2, _NINF)
-        for j in range(km + 1):
-            beta[j] = fa[d_total - j] if fl else fa[j]
-        newb = np.empty(km + 2)
-        newb[km + 1] = _NINF
+            w0 = mu[e, y0]
+            w1 = mu[e, y1]
+            r = d * w
+            work[r + w] = work[r] + w0
+            for k in range(1, w):
+                work[r + w + k] = _lae(work[r + k] + w0, work[r + k - 1] + w1)
+        for j in range(w):
+            work[nb + j] = fa[d_total - j] if y0 else fa[j]
+        work[nb + w] = _NINF
         for d in range(d_total - 1, -1, -1):
             e = edges[e0 + d]
-            w0 = mu[e, 1] if fl else mu[e, 0]
-            w1 = mu[e, 0] if fl else mu[e, 1]
             s0 = _NINF
             s1 = _NINF
-            for j in range(km + 1):
-                x = alpha[d, j]
-                if x == _NINF:
-                    continue
-                s0 = _lae(s0, x + beta[j])
-                s1 = _lae(s1, x + beta[j + 1])
-            if fl:
-                out[e, 0] = s1
-                out[e, 1] = s0
-            else:
-                out[e, 0] = s0
-                out[e, 1] = s1
-            for j in range(km + 1):
-                newb[j] = _lae(beta[j] + w0, beta[j + 1] + w1)
-            for j in range(km + 1):
-                beta[j] = newb[j]
+            for j in range(w):
+                x = work[d * w + j]
+                if x != _NINF:
+                    s0 = _lae(s0, x + work[nb + j])
+                    s1 = _lae(s1, x + work[nb + j + 1])
+            out[e, y0] = s0
+            out[e, y1] = s1
+            w0 = mu[e, y0]
+            w1 = mu[e, y1]
+            for j in range(w):  # in place: beta[j + 1] is still the old one
+                work[nb + j] = _lae(work[nb + j] + w0, work[nb + j + 1] + w1)
         z = _NINF
-        for k in range(km + 1):
-            z = _lae(z, alpha[d_total, k] + (fa[d_total - k] if fl else fa[k]))
+        for k in range(w):
+            z = _lae(z, work[d_total * w + k] + (fa[d_total - k] if y0 else fa[k]))
         logz[a] = z
 
 
+#: partitions numba's quicksort may keep on its stack (it asserts the same bound); two int64 entries each
+_SORT_STACK = 100
+#: below this many entries a quicksort partition is insertion-sorted (numba's ``SMALL_QUICKSORT``)
+_SMALL_SORT = 15
+
+
 @njit
-def sort_max_messages(indptr, edges, f_ptr, f, mu, out):
+def sort_max_messages(indptr, edges, f_ptr, f, mu, out, work, iwork):
     """Max-product messages of cardinality factors by sorting, O(D log D) each.
 
     With ``theta_d = w_d(1) - w_d(0)`` the message to ``d`` is, up to a constant,
@@ -103,15 +125,22 @@ def sort_max_messages(indptr, edges, f_ptr, f, mu, out):
     ``S[j]`` when ``d`` ranks at ``j`` or below and ``S[j + 1] - theta_d`` otherwise, so prefix and
     suffix maxima over ``j`` give every message in O(D). Variables whose incoming message forbids a
     state (``theta = ±inf``) are clamped: they shift the count instead of being sorted.
+    ``work`` (float64) and ``iwork`` (int64) are scratch of :func:`sort_work_sizes` entries.
     """
     for a in range(indptr.shape[0] - 1):
         e0 = indptr[a]
         d_total = indptr[a + 1] - e0
         fa = f[f_ptr[a] : f_ptr[a + 1]]
-        theta = np.empty(d_total)
+        theta = work[:d_total]
+        s = work[d_total : 2 * d_total + 1]
+        pre1 = work[2 * d_total + 1 : 3 * d_total + 1]
+        pre0 = work[3 * d_total + 1 : 4 * d_total + 1]
+        suf1 = work[4 * d_total + 1 : 5 * d_total + 2]
+        suf0 = work[5 * d_total + 2 : 6 * d_total + 3]
+        free = iwork[:d_total]
+        order = iwork[d_total : 2 * d_total]
         n_on = 0
         n_free = 0
-        free = np.empty(d_total, dtype=np.int64)
         for d in range(d_total):
             e = edges[e0 + d]
             if mu[e, 0] == _NINF:
@@ -120,18 +149,71 @@ def sort_max_messages(indptr, edges, f_ptr, f, mu, out):
                 theta[n_free] = mu[e, 1] - mu[e, 0]
                 free[n_free] = d
                 n_free += 1
-        th = theta[:n_free]
-        order = np.argsort(-th)
-        s = np.zeros(n_free + 1)
+        # order = np.argsort(-theta[:n_free]), numba's quicksort written out step for step (median-of-three
+        # partitions, the larger part pushed on a stack, insertion sort below _SMALL_SORT entries; ``a > b`` on
+        # theta is its ``-a < -b``), so ties come out in numba's order and no sorting routine is compiled
+        stack = iwork[2 * d_total :]
+        for i in range(n_free):
+            order[i] = i
+        if n_free > 1:
+            stack[0] = 0
+            stack[1] = n_free - 1
+            top = 1
+            while top > 0:
+                top -= 1
+                low = stack[2 * top]
+                high = stack[2 * top + 1]
+                while high - low >= _SMALL_SORT:
+                    mid = (low + high) >> 1
+                    if theta[order[mid]] > theta[order[low]]:
+                        order[low], order[mid] = order[mid], order[low]
+                    if theta[order[high]] > theta[order[mid]]:
+                        order[high], order[mid] = order[mid], order[high]
+                    if theta[order[mid]] > theta[order[low]]:
+                        order[low], order[mid] = order[mid], order[low]
+                    pivot = theta[order[mid]]
+                    order[high], order[mid] = order[mid], order[high]
+                    i = low
+                    j = high - 1
+                    while True:
+                        while i < high and theta[order[i]] > pivot:
+                            i += 1
+                        while j >= low and pivot > theta[order[j]]:
+                            j -= 1
+                        if i >= j:
+                            break
+                        order[i], order[j] = order[j], order[i]
+                        i += 1
+                        j -= 1
+                    order[i], order[high] = order[high], order[i]
+                    if high - i > i - low:
+                        if high > i:
+                            stack[2 * top] = i + 1
+                            stack[2 * top + 1] = high
+                            top += 1
+                        high = i - 1
+                    else:
+                        if i > low:
+                            stack[2 * top] = low
+                            stack[2 * top + 1] = i - 1
+                            top += 1
+                        low = i + 1
+                for i in range(low + 1, high + 1):
+                    r = order[i]
+                    v = theta[r]
+                    j = i
+                    while j > low and v > theta[order[j - 1]]:
+                        order[j] = order[j - 1]
+                        j -= 1
+                    order[j] = r
+        s[0] = 0.0
         for r in range(n_free):
-            s[r + 1] = s[r] + th[order[r]]
+            s[r + 1] = s[r] + theta[order[r]]
         # free variable at rank r: others' best j-sum is s[j] (j <= r) or s[j + 1] - theta (j > r)
         # m(1) = max_j g[j + 1] + T(j), m(0) = max_j g[j] + T(j), g[k] = f[n_on + k], j = 0 .. n_free - 1
         if n_free > 0:
-            pre1 = np.empty(n_free)
-            pre0 = np.empty(n_free)
-            suf1 = np.full(n_free + 1, _NINF)
-            suf0 = np.full(n_free + 1, _NINF)
+            suf1[n_free] = _NINF
+            suf0[n_free] = _NINF
             run1 = _NINF
             run0 = _NINF
             for j in range(n_free):
@@ -144,145 +226,156 @@ def sort_max_messages(indptr, edges, f_ptr, f, mu, out):
                 suf0[j] = max(suf0[j + 1], fa[n_on + j] + s[j + 1])
             for r in range(n_free):
                 i = order[r]
-                t = th[i]
+                t = theta[i]
                 e = edges[e0 + free[i]]
-                m1 = max(pre1[r], suf1[r + 1] - t)
-                m0 = max(pre0[r], suf0[r + 1] - t)
-                out[e, 0] = m0
-                out[e, 1] = m1
-        # clamped variables: j = number of free variables on, count = clamped-on others + j (+ 1)
-        on1 = _NINF
-        on0 = _NINF
-        off1 = _NINF
-        off0 = _NINF
+                out[e, 0] = max(pre0[r], suf0[r + 1] - t)
+                out[e, 1] = max(pre1[r], suf1[r + 1] - t)
+        # clamped variables: j = number of free variables on, count = clamped-on others + j (+ 1): a variable
+        # clamped on gets (lo, mid), one clamped off (mid, hi)
         n_off = d_total - n_on - n_free
+        lo = _NINF  # max_j f[n_on - 1 + j] + s[j]
+        mid = _NINF  # max_j f[n_on + j] + s[j]
+        hi = _NINF  # max_j f[n_on + 1 + j] + s[j]
         for j in range(n_free + 1):
+            mid = max(mid, fa[n_on + j] + s[j])
             if n_on > 0:
-                on1 = max(on1, fa[n_on + j] + s[j])
-                on0 = max(on0, fa[n_on - 1 + j] + s[j])
+                lo = max(lo, fa[n_on - 1 + j] + s[j])
             if n_off > 0:
-                off1 = max(off1, fa[n_on + 1 + j] + s[j])
-                off0 = max(off0, fa[n_on + j] + s[j])
+                hi = max(hi, fa[n_on + 1 + j] + s[j])
         for d in range(d_total):
             e = edges[e0 + d]
             if mu[e, 0] == _NINF:
-                out[e, 0] = on0
-                out[e, 1] = on1
+                out[e, 0] = lo
+                out[e, 1] = mid
             elif mu[e, 1] == _NINF:
-                out[e, 0] = off0
-                out[e, 1] = off1
+                out[e, 0] = mid
+                out[e, 1] = hi
 
 
 @njit(inline="always")
-def _lse_shifted(x, k):
-    """``(max, log sum exp(x - max))`` of ``x[:k]``; ``(-inf, 0)`` when every entry is ``-inf``."""
+def _send(pairwise, base, s_out, s_in, work, r_in, r_out, k):
+    """A normalized message through one edge of :func:`tree_sum_product` (upward and downward).
+
+    ``work[r_out, i] = log sum_j exp(pairwise[base + i s_out + j s_in] + work[r_in, j])``, then minus its
+    log normalizer, whose ``(max, log sum exp(. - max))`` is returned (``(-inf, 0)``, the row left as it
+    is, when every entry is ``-inf``). Inlined: a call per node costs k = 2 models measurable time.
+    """
+    for i in range(k):
+        m = _NINF
+        for j in range(k):
+            v = pairwise[base + i * s_out + j * s_in] + work[r_in, j]
+            if v > m:
+                m = v
+        s = 0.0
+        if m != _NINF:
+            for j in range(k):
+                s += np.exp(pairwise[base + i * s_out + j * s_in] + work[r_in, j] - m)
+        work[r_out, i] = m + np.log(s) if m != _NINF else m
     m = _NINF
-    for a in range(k):
-        if x[a] > m:
-            m = x[a]
+    for i in range(k):
+        if work[r_out, i] > m:
+            m = work[r_out, i]
     if m == _NINF:
         return m, 0.0
     s = 0.0
-    for a in range(k):
-        s += np.exp(x[a] - m)
-    return m, np.log(s)
+    for i in range(k):
+        s += np.exp(work[r_out, i] - m)
+    ls = np.log(s)
+    for i in range(k):
+        work[r_out, i] -= m + ls
+    return m, ls
 
 
 @njit
-def tree_sum_product(order, parent, edge, child_is_v, unary, pairwise, node_m, edge_m, contrib):
+def tree_sum_product(order, parent, edge, child_is_v, unary, pairwise, node_m, edge_m, contrib, work):
     """Exact sum-product on a rooted forest, nodes in ``order`` (every parent before its children).
 
-    The compiled form of :func:`tractable.bp.tree._sum_product` (which stays as the readable twin):
-    an upward pass in reverse ``order`` (each node's message to its parent, normalized, its log
-    normalizer in ``contrib``), the roots' normalizers, then a downward pass in ``order`` giving each
-    node's message from its parent; a parent's incoming messages are kept as a finite sum plus a count
-    of ``-inf`` terms, so the cavity (parent belief without one child) never computes ``-inf - -inf``.
-    Writes ``node_m`` (N, k), ``edge_m`` (E, k, k) in the edges' given orientation and ``contrib`` (N,);
-    returns False when some tree has no configuration of positive mass.
+    The compiled form of :func:`tractable.bp.tree._sum_product_python` (which stays as the readable
+    twin): an upward pass in reverse ``order`` (each node's message to its parent, normalized, its log
+    normalizer in ``contrib``), then a downward pass in ``order`` giving each node's message from its
+    parent, the edge marginals, the node marginals and the roots' log normalizers; a parent's incoming
+    messages are kept as a finite sum plus a count of ``-inf`` terms, so the cavity (parent belief
+    without one child) never computes ``-inf - -inf``.
+
+    ``pairwise`` and ``edge_m`` are the (E, k, k) tables flattened (C order): the entry
+    ``[y_parent, y_child]`` of node ``c``'s edge is at ``edge[c] k^2 + y_parent s_p + y_child s_c`` with
+    strides ``(s_p, s_c) = (k, 1)`` when ``c`` is the edge's second node and ``(1, k)`` otherwise, so one
+    loop serves both orientations and :func:`_send` both directions. Writes ``node_m`` (N, k), ``edge_m``
+    in the edges' given orientation and ``contrib`` (N,); ``work`` is (5 N + 1, k) float64 scratch, zero
+    on entry. Returns False when some tree has no configuration of positive mass.
     """
     n, k = unary.shape
-    fin = np.zeros((n, k))
-    ninf = np.zeros((n, k), dtype=np.int64)
-    up = np.zeros((n, k))
-    down = np.zeros((n, k))
-    below = np.empty(k)
-    msg = np.empty(k)
-    cav = np.empty(k)
+    kk = k * k
+    # rows of work: [0, n) finite part of the children's messages (fin), [n, 2n) their number of -inf
+    # terms (ninf), [2n, 3n) message to the parent (up), [3n, 4n) message from the parent (down), [4n, 5n)
+    # unary + children (below), 5n the cavity of the node being processed
+    NI = n
+    UP = 2 * n
+    DN = 3 * n
+    BE = 4 * n
+    CAV = 5 * n
     for t in range(n - 1, -1, -1):
         c = order[t]
         for b in range(k):
-            below[b] = _NINF if ninf[c, b] > 0 else unary[c, b] + fin[c, b]
+            work[BE + c, b] = _NINF if work[NI + c, b] > 0 else unary[c, b] + work[c, b]
         p = parent[c]
         if p < 0:
-            m, ls = _lse_shifted(below, k)
-            if m == _NINF:
-                return False
-            contrib[c] = m + ls
             continue
-        e = edge[c]
-        for a in range(k):
-            for b in range(k):
-                msg_b = (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + below[b]
-                cav[b] = msg_b
-            m, ls = _lse_shifted(cav, k)
-            msg[a] = m + ls
-        m, ls = _lse_shifted(msg, k)
+        sp, sc = (k, 1) if child_is_v[c] else (1, k)
+        m, ls = _send(pairwise, edge[c] * kk, sp, sc, work, BE + c, UP + c, k)
         if m == _NINF:
             return False
-        z = m + ls
-        contrib[c] = z
+        contrib[c] = m + ls
         for a in range(k):
-            v = msg[a] - z
-            up[c, a] = v
+            v = work[UP + c, a]
             if v == _NINF:
-                ninf[p, a] += 1
+                work[NI + p, a] += 1.0
             else:
-                fin[p, a] += v
+                work[p, a] += v
     for t in range(n):
         c = order[t]
         p = parent[c]
-        for b in range(k):
-            below[b] = _NINF if ninf[c, b] > 0 else unary[c, b] + fin[c, b]
         if p >= 0:
-            e = edge[c]
+            base = edge[c] * kk
+            sp, sc = (k, 1) if child_is_v[c] else (1, k)
             for a in range(k):
-                u = up[c, a]
-                own = 1 if u == _NINF else 0
-                if ninf[p, a] - own > 0:
-                    cav[a] = _NINF
+                u = work[UP + c, a]
+                own = 1.0 if u == _NINF else 0.0
+                if work[NI + p, a] - own > 0:
+                    work[CAV, a] = _NINF
                 else:
-                    cav[a] = unary[p, a] + down[p, a] + fin[p, a] - (0.0 if own else u)
-            for b in range(k):
-                for a in range(k):
-                    msg[a] = (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + cav[a]
-                m, ls = _lse_shifted(msg, k)
-                down[c, b] = m + ls
-            m, ls = _lse_shifted(down[c], k)
-            for b in range(k):
-                down[c, b] -= m + ls
+                    work[CAV, a] = unary[p, a] + work[DN + p, a] + work[p, a] - (0.0 if own else u)
+            _send(pairwise, base, sc, sp, work, CAV, DN + c, k)
             # edge marginal [y_parent, y_child], stored as [y_u, y_v] of the edge as given
             jm = _NINF
             for a in range(k):
                 for b in range(k):
-                    v = cav[a] + (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + below[b]
+                    v = work[CAV, a] + pairwise[base + a * sp + b * sc] + work[BE + c, b]
                     if v > jm:
                         jm = v
             s = 0.0
             for a in range(k):
                 for b in range(k):
-                    v = cav[a] + (pairwise[e, a, b] if child_is_v[c] else pairwise[e, b, a]) + below[b]
-                    w = np.exp(v - jm)
+                    i = base + a * sp + b * sc
+                    w = np.exp(work[CAV, a] + pairwise[i] + work[BE + c, b] - jm)
                     s += w
-                    if child_is_v[c]:
-                        edge_m[e, a, b] = w
-                    else:
-                        edge_m[e, b, a] = w
-            for a in range(k):
-                for b in range(k):
-                    edge_m[e, a, b] /= s
+                    edge_m[i] = w
+            for i in range(base, base + kk):
+                edge_m[i] /= s
         for b in range(k):
-            cav[b] = below[b] + down[c, b]
-        m, ls = _lse_shifted(cav, k)
+            work[CAV, b] = work[BE + c, b] + work[DN + c, b]
+        m = _NINF
         for b in range(k):
-            node_m[c, b] = np.exp(cav[b] - m - ls)
+            if work[CAV, b] > m:
+                m = work[CAV, b]
+        if m == _NINF:  # a root whose tree has no configuration of positive mass (children have some)
+            return False
+        s = 0.0
+        for b in range(k):
+            s += np.exp(work[CAV, b] - m)
+        ls = np.log(s)
+        if p < 0:  # a root's belief is its unary plus its children's messages: its log normalizer is m + ls
+            contrib[c] = m + ls
+        for b in range(k):
+            node_m[c, b] = np.exp(work[CAV, b] - m - ls)
     return True

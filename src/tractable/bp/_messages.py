@@ -153,7 +153,11 @@ class CardinalityMessages(FactorMessages):
 
     def messages(self, compiled, incoming, out, kind):
         if kind == "max":
-            _kernels.sort_max_messages(compiled.indptr, compiled.edges, compiled.f_ptr, compiled.f, incoming, out)
+            work, iwork = _kernels.sort_work_sizes(compiled.indptr)
+            _kernels.sort_max_messages(
+                compiled.indptr, compiled.edges, compiled.f_ptr, compiled.f, incoming, out, np.empty(work),
+                np.empty(iwork, dtype=np.int64),
+            )  # fmt: skip
             return
         self._chain(compiled, incoming, out)
         for e, f in compiled.tree:
@@ -164,7 +168,8 @@ class CardinalityMessages(FactorMessages):
         indptr, edges, f_ptr, f, kmax, flip = compiled.chain
         logz = np.empty(indptr.shape[0] - 1)
         if logz.shape[0]:
-            _kernels.chain_sum_messages(indptr, edges, f_ptr, f, kmax, flip, incoming, out, logz)
+            work = np.empty(_kernels.chain_work_size(indptr, kmax))
+            _kernels.chain_sum_messages(indptr, edges, f_ptr, f, kmax, flip, incoming, out, logz, work)
             if np.any(logz == -np.inf):
                 raise _no_mass("a cardinality factor with its incoming messages")
         return logz

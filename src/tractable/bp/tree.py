@@ -188,8 +188,9 @@ def _sum_product(unary, pairwise, r: _Rooted):
     edge_m = np.zeros(pairwise.shape)
     contrib = np.zeros(n)
     ok = _kernels.tree_sum_product(
-        r.order, r.parent, r.edge, r.child_is_v, np.ascontiguousarray(unary), np.ascontiguousarray(pairwise),
-        node_m, edge_m, contrib,
+        r.order, r.parent, r.edge, r.child_is_v, np.ascontiguousarray(unary, dtype=np.float64),
+        np.ascontiguousarray(pairwise, dtype=np.float64).reshape(-1), node_m, edge_m.reshape(-1), contrib,
+        np.zeros((5 * n + 1, k)),
     )  # fmt: skip
     if not ok:
         raise _no_mass()

@@ -42,7 +42,7 @@ class Wiring:
     vf_pos: np.ndarray  # position of the variable in the factor's scope
 
     def kernel_args(self, nb_end: np.ndarray):
-        """The arrays of :func:`tractable.sampling._kernels.sweep` after ``x``, rows ending at ``nb_end``."""
+        """The arrays of :func:`tractable.sampling._kernels.run_sweeps` after ``x``, rows ending at ``nb_end``."""
         return (
             self.field, self.forbid0, self.forbid1, self.nb_ptr, nb_end, self.nb_idx, self.nb_w, self.g_kind,
             self.g_ptr, self.g_vars, self.g_tab_ptr, self.g_tab, self.vf_ptr, self.vf_fac, self.vf_pos,

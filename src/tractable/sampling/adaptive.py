@@ -7,7 +7,7 @@ lag-1 effective sample size ``N' = N (1 - r) / (1 + r)`` and ``m`` by ``mu N'`` 
 decision is ``epsilon``-confident the variable leaves the sampler and its factors are replaced by
 their expectation under ``Bernoulli(mu_i)`` (Eq. 6-8, :func:`tractable.sampling.prune`), so later
 sweeps touch ever fewer variables and factors. The whole loop — sweep, posterior update, pruning —
-runs in one compiled kernel (:func:`tractable.sampling._kernels.adaptive_sweeps`).
+runs in one compiled kernel (:func:`tractable.sampling._kernels.run_sweeps`).
 """
 
 from __future__ import annotations
@@ -137,25 +137,24 @@ def adaptive_mmp(
     n = w.n
     state = streams(gen)
     nb_end = w.nb_ptr[1:].copy()
+    args = w.kernel_args(nb_end)
+    no_samples = np.zeros((0, n), dtype=np.uint8)
     p_sum = np.zeros(n)
     evals = 0
     t_sample = time.perf_counter()
     if burn_in:
-        no_samples = np.zeros((0, n), dtype=np.uint8)
-        args = w.kernel_args(nb_end)
-        evals = _kernels.run_sweeps(burn_in, np.arange(n, dtype=np.int64), x, *args, state, p_sum, no_samples)
+        start = np.arange(n, dtype=np.int64)
+        evals = _kernels.run_sweeps(burn_in, start, n, x, *args, state, p_sum, no_samples, *_kernels.plain_args())[3]
     sampling_time = time.perf_counter() - t_sample
     order = np.arange(n, dtype=np.int64)
     active = np.ones(n, dtype=np.bool_)
-    ones = np.zeros(n, dtype=np.int64)
-    count = np.zeros(n, dtype=np.int64)
-    lag = np.zeros(n, dtype=np.int64)
-    first = np.zeros(n, dtype=np.int64)
-    last = np.zeros(n, dtype=np.int64)
+    stats = np.zeros((_kernels.N_STATS, n), dtype=np.int64)  # per-variable sample statistics, rows as named
+    stats[_kernels.NEXT_CHECK] = n0
+    ones, count, lag, first, last = (
+        stats[r] for r in (_kernels.ONES, _kernels.COUNT, _kernels.LAG, _kernels.FIRST, _kernels.LAST)
+    )
     p0 = np.full(n, 0.5)
-    next_check = np.full(n, n0, dtype=np.int64)
-    active_hist = np.zeros(min(max_sweeps, 1024), dtype=np.int64)  # grown as needed (time-bound runs)
-    factor_hist = np.zeros_like(active_hist)
+    hist = np.zeros((2, min(max_sweeps, 1024)), dtype=np.int64)  # active variables, factors; grown as needed
     fac_active = np.diff(w.g_ptr).astype(np.int64)
     n_factors = n + w.nb_idx.shape[0] // 2 + fac_active.shape[0]
     n_active, done, updates = n, 0, burn_in * n
@@ -169,16 +168,14 @@ def adaptive_mmp(
         k = max(1, 200_000 // max(n, 1))  # sweeps per kernel call (about 5 ms), then sized to _CHUNK_SECONDS
         while done < max_sweeps and n_active > 0:
             k = min(k, max_sweeps - done)
-            if done + k > active_hist.shape[0]:
-                size = min(max_sweeps, max(2 * active_hist.shape[0], done + k))
-                active_hist = np.resize(active_hist, size)
-                factor_hist = np.resize(factor_hist, size)
+            if done + k > hist.shape[1]:
+                grown = np.zeros((2, min(max_sweeps, max(2 * hist.shape[1], done + k))), dtype=np.int64)
+                grown[:, :done] = hist[:, :done]
+                hist = grown
             t_sample = time.perf_counter()
-            k_done, n_active, upd, ev, n_factors = _kernels.adaptive_sweeps(
-                k, eps, n0, order, n_active, x, active, w.field, w.forbid0, w.forbid1, w.nb_ptr, nb_end, w.nb_idx,
-                w.nb_w, w.g_kind, w.g_ptr, w.g_vars, w.g_tab_ptr, w.g_tab, w.vf_ptr, w.vf_fac, w.vf_pos, state,
-                p_sum, ones, count, lag, first, last, p0, next_check, active_hist, factor_hist, done, fac_active,
-                n_factors,
+            k_done, n_active, upd, ev, n_factors = _kernels.run_sweeps(
+                k, order, n_active, x, *args, state, p_sum, no_samples, True, eps, n0, active, stats, p0, hist, done,
+                fac_active, n_factors,
             )  # fmt: skip
             dt = time.perf_counter() - t_sample
             sampling_time += dt
@@ -223,8 +220,8 @@ def adaptive_mmp(
         samples_per_variable=frozen_array(count),
         n_updates=int(updates),
         n_factor_evaluations=int(evals),
-        active_history=frozen_array(active_hist[:done]),
-        factor_history=frozen_array(factor_hist[:done]),
+        active_history=frozen_array(hist[0, :done]),
+        factor_history=frozen_array(hist[1, :done]),
         sampling_time=sampling_time,
         time=time.perf_counter() - t0,
         method="adaptive_mmp",

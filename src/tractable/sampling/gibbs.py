@@ -137,8 +137,9 @@ def gibbs(
     args = wiring.kernel_args(nb_end)
     scratch = np.zeros(n)
     no_samples = np.zeros((0, n), dtype=np.uint8)
+    plain = _kernels.plain_args()
     t_sample = time.perf_counter()
-    evals = _kernels.run_sweeps(burn_in, order, x, *args, state, scratch, no_samples) if burn_in else 0
+    evals = _kernels.run_sweeps(burn_in, order, n, x, *args, state, scratch, no_samples, *plain)[3] if burn_in else 0
     sampling_time = time.perf_counter() - t_sample
     p_sum = np.zeros(n)
     samples = np.zeros((n_sweeps, n), dtype=np.uint8) if return_samples else no_samples
@@ -154,7 +155,7 @@ def gibbs(
             k = min(chunk, n_sweeps - done)
             rows = samples[done : done + k] if return_samples else no_samples
             t_sample = time.perf_counter()
-            evals += _kernels.run_sweeps(k, order, x, *args, state, p_sum, rows)
+            evals += _kernels.run_sweeps(k, order, n, x, *args, state, p_sum, rows, *plain)[3]
             dt = time.perf_counter() - t_sample
             sampling_time += dt
             chunk = int(min(max(1, k * _CHUNK_SECONDS / max(dt, 1e-9)), 2 * chunk + 1))
