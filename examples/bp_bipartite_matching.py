@@ -30,4 +30,5 @@ cols = np.kron(np.ones(r), np.eye(c))
 lp = milp(-problem.unary.ravel(), integrality=np.ones(r * c), bounds=Bounds(0, 1),
           constraints=[LinearConstraint(rows, 3, 4), LinearConstraint(cols, 6, 8)])  # fmt: skip
 best = lp.x.round().astype(int)
-print(f"MAP (HiGHS): score {fg.score(best):.3f}; LBP max-product decoding: {loopy(fg, task='map', damping=0.2).score:.3f}")
+decoded = loopy(fg, task="map", damping=0.2)
+print(f"MAP (HiGHS): score {fg.score(best):.3f}; LBP max-product decoding: {decoded.score:.3f}")
