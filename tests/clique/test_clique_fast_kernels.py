@@ -2,7 +2,7 @@
 
 ``pair_pass_labels`` (generalized alpha-pass with p = 2, merged sorted lists instead of a sort per
 subset) must give the labelling of ``subset_pass_labels``; the pruned expansion move must reach the
-value of the unpruned one; ``_argsort_stable`` (merge sort, or radix sort from ``_RADIX_MIN`` keys) must
+value of the unpruned one; ``argsort_stable`` (insertion sort, or radix sort from ``_RADIX_MIN`` keys) must
 order like NumPy's stable sort, and the passes built on it must pick the labellings of the array sweeps;
 ``clique_map``'s SUM route must end at an expansion local optimum at least as good as its start.
 """
@@ -102,7 +102,7 @@ def test_argsort_stable_matches_numpy(seed, n, values):
     keys[rng.random(n) < 0.1] = -np.inf
     order = np.empty(n, dtype=np.int64)
     buf = np.empty(n, dtype=np.int64)
-    _kernels._argsort_stable(keys, n, order, buf)
+    _kernels.argsort_stable(keys, n, order, buf)
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
 
 
@@ -114,7 +114,7 @@ _ODD_KEYS = np.array([0.0, -0.0, 5e-324, -5e-324, 2.2e-308, -2.2e-308, 1.7e308, 
 @settings(max_examples=60, deadline=None)
 @given(seed=seeds, n=st.integers(1, 3000), mix=st.integers(0, 3))
 def test_argsort_stable_matches_numpy_on_any_floats(seed, n, mix):
-    """Both sorts (merge below ``_RADIX_MIN`` keys, radix from there) order like NumPy's stable sort."""
+    """Both sorts (insertion below ``_RADIX_MIN`` keys, radix from there) order like NumPy's stable sort."""
     rng = np.random.default_rng(seed)
     keys = rng.uniform(-2.0, 2.0, size=n)
     if mix >= 1:
@@ -125,7 +125,7 @@ def test_argsort_stable_matches_numpy_on_any_floats(seed, n, mix):
         keys = -keys
     order = np.full(n + 2, -1, dtype=np.int64)  # longer than n: nothing past n is written
     buf = np.empty(n + 2, dtype=np.int64)
-    _kernels._argsort_stable(keys, n, order, buf)
+    _kernels.argsort_stable(keys, n, order, buf)
     np.testing.assert_array_equal(order[:n], np.argsort(keys, kind="stable"))
     assert (order[n:] == -1).all()
 
@@ -155,30 +155,11 @@ def test_passes_on_radix_sorted_cliques_match_the_array_sweeps(seed, n, m, code)
 
 
 def _move(phi, labels, alpha, table, prune):
-    n, m = phi.shape
+    """One move of ``alpha`` (the search's single-move mode), pruned or not; its score is checked
+    against a fresh sum, so the counts the kernel keeps in step must be right."""
     out = labels.copy()
-    counts = np.bincount(labels, minlength=m).astype(np.int64)
-    moved = _kernels._expansion_step(
-        phi,
-        out,
-        counts,
-        alpha,
-        table,
-        0.0,
-        prune,
-        np.empty(n, dtype=np.int64),
-        np.empty(m + 1, dtype=np.int64),
-        np.empty(n),
-        np.empty(m + 1, dtype=np.int64),
-        np.empty(n),
-        np.empty(2 * n, dtype=np.int64),
-        np.empty(n, dtype=np.int64),
-        np.empty(n + 1),
-        np.empty(n + 1),
-        np.empty((m, n + 1), dtype=np.int64),
-        np.empty(n + 1),
-    )
-    np.testing.assert_array_equal(counts, np.bincount(out, minlength=m))  # counts kept in step
+    _, moved, value = _kernels.expansion_search(phi, out, table, 0.0, 1, out[:0], alpha, int(prune))
+    assert value == _kernels.sum_score(phi, out, table)
     return out, moved
 
 
@@ -224,3 +205,41 @@ def test_auto_sum_route_ends_at_an_expansion_local_optimum(kind, lam):
     for alpha in range(m):
         _, moved = _kernels.expansion_move(phi, np.array(res.assignment), alpha, kargs[1], tol)
         assert not moved
+
+
+def _canonical(sig):
+    """Whether a compiled signature takes only C-ordered writeable float64 / int64 arrays and int64 /
+    float64 scalars (what the methods normalize their input to)."""
+    import numba
+
+    for t in sig:
+        if isinstance(t, numba.types.Array):
+            if t.layout != "C" or not t.mutable or t.dtype not in (numba.float64, numba.int64):
+                return False
+        elif t not in (numba.int64, numba.float64):
+            return False
+    return True
+
+
+def test_the_methods_reach_one_signature_per_kernel():
+    """Fortran-ordered, int32, read-only, list and Python-int inputs are normalized before the
+    kernels, so that numba compiles each of them once (a fresh install's first call pays for that)."""
+    rng = np.random.default_rng(0)
+    phi = np.asfortranarray(rng.uniform(0, 2, size=(9, 4)).astype(np.float32))
+    phi.flags.writeable = False
+    init = np.zeros(9, dtype=np.int32)
+    for pot in (Potts(0.2), Entropy(0.2), Makespan(0.3), LinearMajority(np.eye(4))):
+        clique_map(phi, pot, method="alpha_pass")
+        clique_map(phi, pot, method="generalized_alpha_pass")
+        icm(phi.tolist(), pot, init=init, rng=0)
+        clique_map(phi, pot, rng=0)
+        if pot.family == "sum":
+            clique_map(phi, pot, method="alpha_expansion", init=init)
+        if pot.family == "majority":
+            clique_map(phi, pot, method="majority_alpha_pass")
+    from tractable.clique import alpha_pass_batch
+
+    alpha_pass_batch(np.stack([phi, phi]), Potts(0.2))
+    for kernel in (_kernels._pass_labels, _kernels.icm_sweep, _kernels.expansion_search, _kernels._sweep_majority):
+        assert kernel.signatures, kernel
+        assert all(_canonical(sig) for sig in kernel.signatures), (kernel, kernel.signatures)

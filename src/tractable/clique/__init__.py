@@ -152,8 +152,8 @@ def _auto_route(phi, potential, rng=None):
         runs = []
         known = np.zeros(0, dtype=np.int64)
         for labels, label in ((first, name + "+alpha_expansion"), (plain, "icm+alpha_expansion")):
-            rounds, converged = _kernels.expansion_search(phi, labels, table, tol, 100, known)
-            runs.append((_kernels.sum_score(phi, labels, table), label, labels, rounds, converged))
+            rounds, converged, value = _kernels.expansion_search(phi, labels, table, tol, 100, known, -1, -1)
+            runs.append((value, label, labels, rounds, converged))
             if converged:  # the second search stops if it reaches the first one's local optimum
                 known = labels
         v, label, labels, rounds, converged = max(runs, key=lambda r: r[0])  # the first among equals

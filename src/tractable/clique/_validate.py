@@ -21,9 +21,10 @@ _KINDS = {"sum": KIND_SUM, "max": KIND_MAX, "majority": KIND_MAJORITY}
 def check_phi(phi) -> np.ndarray:
     """Validate node potentials: (n, m) float, no NaN / +inf, every node with an allowed label.
 
-    Returns a new float64 array (never a view of ``phi``).
+    Returns a new C-ordered float64 array (never a view of ``phi``), so that every call reaches the
+    kernels' one compiled signature.
     """
-    arr = as_float_array(phi, "phi", ndim=2)
+    arr = np.ascontiguousarray(as_float_array(phi, "phi", ndim=2))
     n, m = arr.shape
     if n < 1 or m < 1:
         raise ValueError(f"`phi` must have shape (n, m) with n >= 1 and m >= 1; got {arr.shape}.")

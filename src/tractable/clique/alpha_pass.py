@@ -8,11 +8,12 @@ candidate over all ``(alpha, k)`` is the MAP for MAX potentials (Thm 3.1) and fo
 label subsets ``A`` of size ``<= p`` instead of single labels (ratio ``4p / (4p + 1)``, Thm 3.7).
 
 Implementation: for the SUM, MAX and majority families one compiled loop
-(``_kernels.alpha_pass_labels`` / ``subset_pass_labels``) sorts each sweep and walks it, updating two
-counts per step (and the SUM potential in O(1)). For a :class:`CountPotential` all sweeps are built
-as arrays of shape (passes, n): the node score of candidate ``k`` is a prefix sum plus a suffix sum,
-and the potential is evaluated in one batched call on the (passes, n + 1, m) count vectors. The array
-version is also the tested reference of the compiled one.
+(``_kernels.pass_labels``, which also sweeps the label pairs of ``p = 2``, and ``subset_pass_labels``
+for ``p >= 3``) sorts each sweep and walks it, updating two counts per step (and the SUM potential
+in O(1)). For a :class:`CountPotential` all sweeps are built as arrays of shape (passes, n): the node
+score of candidate ``k`` is a prefix sum plus a suffix sum, and the potential is evaluated in one
+batched call on the (passes, n + 1, m) count vectors. The array version is also the tested reference
+of the compiled one.
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@ Many small problems of the same shape (a clique MAP per document, per image regi
 per-call overhead once per problem when solved one by one. :func:`alpha_pass_batch` takes a stack
 ``phi`` of shape (B, n, m), all with the same clique potential, and solves all of them in one call:
 
-* SUM, MAX and majority potentials: one compiled loop over the stack
-  (:func:`_alpha_pass_stack`) calls the compiled per-clique sweep of :func:`~tractable.clique.alpha_pass`
-  (``_kernels.alpha_pass_labels``) on each ``phi[b]``, so every labelling is the one
-  :func:`~tractable.clique.alpha_pass` returns for that clique, bit for bit.
+* SUM, MAX and majority potentials: the compiled alpha-pass (``_kernels.pass_labels``, which
+  :func:`~tractable.clique.alpha_pass` runs on a stack of one) loops over the stack, so every
+  labelling is the one :func:`~tractable.clique.alpha_pass` returns for that clique, bit for bit.
 * any other potential (:class:`~tractable.clique.CountPotential`, negative-``lam`` makespans): the
   array form of alpha-pass with the sweeps of several cliques stacked, ``B m`` sweeps of ``n + 1``
   candidates whose count vectors the potential evaluates in one batched call per chunk; each clique's
@@ -24,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._numba import njit
 from .._results import COMPLETED, OPTIMAL, Result, frozen_array, stop_message
 from .._validate import as_float_array
 from . import _kernels
@@ -151,7 +149,7 @@ def _alpha_pass_batch(phi: np.ndarray, potential: CliquePotential, t0: float) ->
         if kargs[0] == _kernels.KIND_GENERAL:
             labels = _general_stack(phi, potential, kargs)
         else:
-            labels = _alpha_pass_stack(phi, *kargs)
+            labels = _kernels.pass_labels(phi, *kargs, 0)
     exact = potential.family == "max" or m <= 2
     status = OPTIMAL if exact else COMPLETED
     n_iter = 0 if m == 1 else m  # one sweep per label; a single label needs none
@@ -180,16 +178,6 @@ def _score_stack(phi, potential, labels) -> tuple[np.ndarray, np.ndarray]:
     np.add.at(counts, (np.repeat(np.arange(B), n), labels.ravel()), 1)
     clique = np.asarray(potential(counts), dtype=np.float64).reshape(B)
     return node, clique
-
-
-@njit
-def _alpha_pass_stack(phi, kind, table, W):
-    """``_kernels.alpha_pass_labels`` on every clique of a (B, n, m) stack; returns (B, n) labels."""
-    B, n, _ = phi.shape
-    out = np.empty((B, n), dtype=np.int64)
-    for b in range(B):
-        out[b] = _kernels.alpha_pass_labels(phi[b], kind, table, W)
-    return out
 
 
 def _general_stack(phi, potential, kargs) -> np.ndarray:

@@ -42,7 +42,9 @@ def _expansion_move_python(phi, labels, alpha, table):
         if i == alpha:
             continue
         idx = np.flatnonzero(labels == i)
-        key = np.array([_kernels._move_key(phi[u, alpha], phi[u, i]) for u in idx])
+        to, frm = phi[idx, alpha], phi[idx, i]
+        with np.errstate(invalid="ignore"):  # a forbidden target never moves first (no inf - inf)
+            key = np.where(to == -np.inf, -np.inf, np.where(frm == -np.inf, np.inf, to - frm))
         groups[i] = idx[np.argsort(-key, kind="stable")]
     best_v, best = -np.inf, labels.copy()
     for ks in itertools.product(*[range(len(g) + 1) for g in groups.values()]):
@@ -120,7 +122,8 @@ def _alpha_expansion(phi, potential, labels, max_iter, t0) -> CliqueMAPResult:
     """:func:`alpha_expansion` on validated input (a SUM potential; ``labels`` (n,) int64, writeable)."""
     n, m = phi.shape
     table = potential.table(n, m)
-    rounds, converged = _kernels.expansion_search(phi, labels, table, tolerance(phi, potential), max_iter, _NONE)
+    tol = tolerance(phi, potential)
+    rounds, converged, _ = _kernels.expansion_search(phi, labels, table, tol, max_iter, _NONE, -1, -1)
     return _expansion_result(phi, potential, labels, rounds, converged, t0)
 
 
