@@ -884,7 +884,7 @@ def _pass_labels(phi, kind, table, W, n_top):
         best_k = _I0
         ia = _I0
         ib = _I0
-        for pp in range(n_pass):
+        for pp in range(n_pass + 1):  # the last pass rebuilds the order of the best pair, if a pair won
             if pp < m:
                 a = pp
                 b = _IM1
@@ -904,27 +904,33 @@ def _pass_labels(phi, kind, table, W, n_top):
                         L += 1
                 llen[a] = L - a * ln
             else:
-                if pp == m:  # the nc best single labels (ties: lower label), in increasing order
-                    for y in range(m):
-                        cand[y] = 0
-                    for _ in range(nc):
-                        bj = _IM1
+                if pp == n_pass:
+                    if best_b < 0:
+                        break
+                    a = best_a
+                    b = best_b
+                else:
+                    if pp == m:  # the nc best single labels (ties: lower label), in increasing order
                         for y in range(m):
-                            if cand[y] == 0 and (bj < 0 or single[y] > single[bj]):
-                                bj = y
-                        cand[bj] = 1
-                    q = _I0
-                    for y in range(m):
-                        if cand[y] == 1:
-                            cand[q] = y
-                            q += 1
-                    ib = _I0
-                ib += 1
-                if ib == nc:
-                    ia += 1
-                    ib = ia + 1
-                a = cand[ia]
-                b = cand[ib]
+                            cand[y] = 0
+                        for _ in range(nc):
+                            bj = _IM1
+                            for y in range(m):
+                                if cand[y] == 0 and (bj < 0 or single[y] > single[bj]):
+                                    bj = y
+                            cand[bj] = 1
+                        q = _I0
+                        for y in range(m):
+                            if cand[y] == 1:
+                                cand[q] = y
+                                q += 1
+                        ib = _I0
+                    ib += 1
+                    if ib == nc:
+                        ia += 1
+                        ib = ia + 1
+                    a = cand[ia]
+                    b = cand[ib]
                 pid += 1
                 # nodes whose best label is in A, sorted apart (insertion sort; few nodes); keys[u]
                 # is now the node's move key (larger first)
@@ -984,6 +990,10 @@ def _pass_labels(phi, kind, table, W, n_top):
                     else:
                         order[t] = rest[j]
                         j += 1
+                if pp == n_pass:
+                    for t in range(n):
+                        best_order[t] = order[t]
+                    break
             # the sweep in sweep order, in contiguous arrays (a single label's in-label is a)
             suf[n] = 0.0
             if b < 0:
@@ -1008,7 +1018,9 @@ def _pass_labels(phi, kind, table, W, n_top):
                 best_a = a
                 best_b = b
                 best_k = k
-                best_order, order = order, best_order  # keep this sweep's order: the next one is built in the other
+                if b < 0:  # a pair's order is built again at the end (cheaper than a copy per improvement)
+                    for t in range(n):
+                        best_order[t] = order[t]
         # the labelling of the best (subset, k): out-labels, then the first k nodes take their in-label
         for u in range(n):
             y = top[3 * u]
