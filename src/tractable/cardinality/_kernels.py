@@ -145,14 +145,6 @@ def corr_children_direct(a, up):
     return out
 
 
-@njit(no_cfunc_wrapper=True)
-def tree_sizes(left, right, n_leaves, size, height):
-    """Fill leaf counts and heights of internal nodes (children have smaller ids than parents)."""
-    for v in range(n_leaves, left.shape[0]):
-        size[v] = size[left[v]] + size[right[v]]
-        height[v] = 1 + max(height[left[v]], height[right[v]])
-
-
 @njit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _logaddexp(x, y):
     if x == -np.inf:

@@ -13,59 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._count_tree import NO_CONFIGURATION, BinaryTree
 from ._convolve import DEFAULT_CROSSOVER, convolve_rows, correlate_rows
-from ._kernels import MAXPLUS, direct_rows, tree_sizes
-
-NO_CONFIGURATION = "no configuration has non-zero probability"
-
-
-@dataclass(frozen=True)
-class BinaryTree:
-    """Structure of a binary count tree (internal helper; read-only arrays indexed by node id)."""
-
-    n_leaves: int
-    left: np.ndarray  # (n_nodes,) child ids, -1 for leaves
-    right: np.ndarray
-    size: np.ndarray  # number of leaves below each node
-    height: np.ndarray
-    row: np.ndarray  # row of the node in its height's message array
-    levels: tuple  # levels[h] = node ids of height h (levels[0] = leaves)
-    widths: tuple  # widths[h] = max size + 1 over the nodes of height h
-    root: int
-
-    @property
-    def n_nodes(self) -> int:
-        return self.left.shape[0]
-
-
-def finish_tree(n_leaves: int, left_list, right_list) -> BinaryTree:
-    """Assemble a :class:`BinaryTree` from lists of (left, right) children of new ids in order."""
-    empty = np.zeros(0, np.int64)
-    lefts = np.concatenate([np.asarray(x, dtype=np.int64) for x in left_list]) if left_list else empty
-    rights = np.concatenate([np.asarray(x, dtype=np.int64) for x in right_list]) if right_list else empty
-    n_int = lefts.shape[0]
-    n_nodes = n_leaves + n_int
-    left = np.full(n_nodes, -1, dtype=np.int64)
-    right = np.full(n_nodes, -1, dtype=np.int64)
-    left[n_leaves:] = lefts
-    right[n_leaves:] = rights
-    size = np.ones(n_nodes, dtype=np.int64)
-    height = np.zeros(n_nodes, dtype=np.int64)
-    # internal ids are created after their children (children ids < parent id)
-    tree_sizes(left, right, n_leaves, size, height)
-    order = np.argsort(height, kind="stable")
-    n_h = int(height.max()) + 1 if n_nodes else 1
-    bounds = np.searchsorted(height[order], np.arange(n_h + 1))
-    levels = [order[bounds[h] : bounds[h + 1]] for h in range(n_h)]
-    row = np.empty(n_nodes, dtype=np.int64)
-    widths = []
-    for nodes in levels:
-        row[nodes] = np.arange(nodes.shape[0])
-        widths.append(int(size[nodes].max()) + 1)
-    root = int(levels[-1][0]) if n_nodes else 0
-    for arr in (left, right, size, height, row, *levels):
-        arr.flags.writeable = False
-    return BinaryTree(n_leaves, left, right, size, height, row, tuple(levels), tuple(widths), root)
+from ._kernels import MAXPLUS, direct_rows
 
 
 @dataclass
