@@ -197,6 +197,17 @@ class Fused(_InProcess):
             )
         return self.comp.offset + cert[0], self.comp.offset + cert[1], cert[2]
 
+    def state(self) -> tuple:
+        return (self.x, self.y)
+
+    def set_state(self, state) -> bool:
+        """Start from ``state`` (an earlier run's :meth:`state`) when its shapes match; say whether they did."""
+        if len(state) != 2 or any(np.shape(a) != self.x.shape for a in state):
+            return False
+        self.x[:] = state[0]
+        self.y[:] = state[1]
+        return True
+
     def average(self) -> None:
         np.multiply(self.y_avg, _AVG_KEEP, out=self.y_avg)
         np.add(self.y_avg, (1.0 - _AVG_KEEP) * self.y, out=self.y_avg)
@@ -234,6 +245,18 @@ class Blocks(_InProcess):
             ):
                 return it
         return k
+
+    def state(self) -> tuple:
+        return tuple(a for pair in self.states for a in pair)
+
+    def set_state(self, state) -> bool:
+        """Start from ``state`` (an earlier run's :meth:`state`) when its shapes match; say whether they did."""
+        mine = self.state()
+        if len(state) != len(mine) or any(np.shape(a) != b.shape for a, b in zip(state, mine)):
+            return False
+        for a, b in zip(state, mine):
+            b[:] = a
+        return True
 
     def certify(self, averaged: bool = False):
         ys = self.avgs if averaged else [yb for _, yb in self.states]
@@ -277,6 +300,7 @@ def run(
     t0: float,
     desc: str = "ADMM",
     note: str = "",
+    keep_state: bool = False,
 ) -> MPEResult:
     """Run ADMM on executor ``ex`` to a stop rule (module docstring) and build the result.
 
@@ -296,6 +320,8 @@ def run(
         ``time.perf_counter()`` at the start of the solve (time limit and ``time``).
     desc, note : str
         The progress bar's label; a remark appended to the message.
+    keep_state : bool
+        Keep the executor's :meth:`state` (local copies and multipliers) on the result.
     """
     stats = ex.stats
     watch = ex.watch
@@ -433,7 +459,18 @@ def run(
         rho=float(rho),
         lower_bound=float(lower_bound),
         gap=gap,
+        state=_readonly_views(ex.state()) if keep_state else None,
     )
+
+
+def _readonly_views(arrays) -> tuple:
+    """Read-only views of the executor's last state (no copy: the executor is dropped after the run)."""
+    out = []
+    for a in arrays:
+        v = a.view()
+        v.flags.writeable = False
+        out.append(v)
+    return tuple(out)
 
 
 def _violated(zcons, z) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,6 +54,10 @@ class MPEResult(Result):
         Certified relative gap ``(objective - lower_bound) / max(|objective|, 1)`` of ``x``; ``inf``
         when ``x`` is not feasible (``max_violation > 1e-9``) or no bound was computed. An infeasible
         model never has a finite gap.
+    state : tuple or None
+        ADMM's internal state at the last iteration: the local copies and the (unscaled) multipliers
+        of every term, as float64 arrays, for ``solve(..., warm_start=result)``; kept only with
+        ``solve(..., keep_state=True)`` (it is as large as the model's term arrays), else None.
     """
 
     x: np.ndarray
@@ -64,3 +68,4 @@ class MPEResult(Result):
     rho: float = float("nan")
     lower_bound: float = float("-inf")
     gap: float = float("inf")
+    state: tuple | None = field(default=None, repr=False, compare=False)

@@ -55,7 +55,7 @@ _ADMM_DEFAULTS = {
 _COMMON = ("time_limit", "repair")
 #: method name -> the options it uses
 _OPTIONS = {
-    "admm": (*_ADMM_DEFAULTS, "x0", "gap_tol", *_COMMON),
+    "admm": (*_ADMM_DEFAULTS, "x0", "warm_start", "keep_state", "gap_tol", *_COMMON),
     "highs": _COMMON,
     "clarabel": _COMMON,
 }
@@ -70,6 +70,8 @@ def solve(
     eps_rel: float | None = None,
     max_iter: int | None = None,
     x0=None,
+    warm_start: MPEResult | None = None,
+    keep_state: bool | None = None,
     time_limit: float | None = None,
     progress: bool | None = None,
     adaptive_rho: bool | None = None,
@@ -106,6 +108,15 @@ def solve(
         ADMM iteration budget.
     x0 : array_like of shape (n_variables,), optional
         ADMM warm start (clipped to [0, 1]); default all zeros.
+    warm_start : MPEResult, optional
+        The result of an earlier ADMM solve, with ``keep_state=True``, of a model with the same
+        potentials and constraints in the same order (weights and fixed values may differ, as in weight
+        learning): ADMM starts from its consensus values, local copies, multipliers and ``rho`` (unless
+        ``rho`` is given). A state whose shapes do not match this model's terms is a ``ValueError``.
+        Not with ``x0``.
+    keep_state : bool, default False
+        Keep ADMM's last local copies and multipliers on the result (``MPEResult.state``, as large
+        as the model's term arrays) for a later ``warm_start``.
     time_limit : float, optional
         Seconds after which the solver stops with ``status="time_limit_reached"`` (every method:
         ADMM checks it every 10 iterations, the reference solvers take it as their own limit).
@@ -215,6 +226,8 @@ def solve(
             eps_rel=eps_rel,
             max_iter=max_iter,
             x0=x0,
+            warm_start=warm_start,
+            keep_state=keep_state,
             time_limit=time_limit,
             progress=progress,
             adaptive_rho=adaptive_rho,
@@ -266,6 +279,18 @@ def _validate_solve(model, method, options):
         x0 = as_float_array(x0, "x0", ndim=1, allow_neginf=False)
         if x0.shape != (model.n_variables,):
             raise ValueError(f"`x0` must have shape ({model.n_variables},); got {x0.shape}.")
+    warm = options["warm_start"]
+    if warm is not None:
+        if x0 is not None:
+            raise ValueError("give `x0` or `warm_start`, not both (`warm_start` carries its own start).")
+        if not isinstance(warm, MPEResult) or warm.method != "admm":
+            raise TypeError(f"`warm_start` must be an MPEResult of an ADMM solve; got {type(warm).__name__}.")
+        if warm.state is None:
+            raise ValueError("`warm_start` has no ADMM state: solve the earlier model with `keep_state=True`.")
+        if warm.x.shape != (model.n_variables,):
+            raise ValueError(
+                f"`warm_start` comes from a model of {warm.x.shape[0]} variables; this one has {model.n_variables}."
+            )
     n_partitions = check_int(opt["n_partitions"], "n_partitions", minimum=1)
     if n_partitions > 1 and opt["parallel"]:
         raise ValueError(
@@ -277,6 +302,8 @@ def _validate_solve(model, method, options):
         eps_rel=check_positive(opt["eps_rel"], "eps_rel", strict=False),
         max_iter=check_int(opt["max_iter"], "max_iter", minimum=1),
         x0=x0,
+        warm_start=warm,
+        keep_state=bool(options["keep_state"]),
         time_limit=time_limit,
         progress=bool(opt["progress"]),
         adaptive_rho=bool(opt["adaptive_rho"]),
@@ -375,11 +402,15 @@ def _solve_admm(
     parallel,
     n_partitions=1,
     gap_tol=_DEFAULT_GAP_TOL,
+    warm_start=None,
+    keep_state=False,
 ):
     t0 = time.perf_counter()
     comp = model._compile()
     if rho is None:
-        rho = _default_rho(comp)
+        rho = warm_start.rho if warm_start is not None and np.isfinite(warm_start.rho) else _default_rho(comp)
+    if warm_start is not None:
+        x0 = np.asarray(warm_start.x, float)
     why, cmax = _infeasibility(comp)
     if why is not None:
         return _driver.infeasible_result(comp, rho, why, t0)
@@ -391,6 +422,11 @@ def _solve_admm(
         ex = _driver.Blocks(model, comp, part, z, **tols)
     else:
         ex = _driver.Fused(model, comp, terms, zcons, z, parallel=parallel, **tols)
+    if warm_start is not None and not ex.set_state(warm_start.state):
+        raise ValueError(
+            "`warm_start`: its ADMM state does not fit this model's terms (another model, other constraints, "
+            "other fixed variables or another `n_partitions`/`constraints`)."
+        )
     return _driver.run(
         ex,
         rho=rho,
@@ -402,6 +438,7 @@ def _solve_admm(
         cmax=cmax,
         zcons=zcons,
         t0=t0,
+        keep_state=keep_state,
         **tols,
     )
 
