@@ -116,10 +116,17 @@ def sum_to(table: np.ndarray, keep) -> np.ndarray:
     out = np.zeros(int(np.prod(out_shape, dtype=np.int64)))
     if table.size and sizes:
         src = np.ascontiguousarray(table, dtype=np.float64).reshape(-1)
-        _sum_blocks(src, np.array(sizes, dtype=np.int64), np.array(flags, dtype=np.bool_), out)
+        _sum_blocks(_readonly(src), np.array(sizes, dtype=np.int64), np.array(flags, dtype=np.bool_), out)
     elif table.size:  # only unit axes: a single entry
         out[...] = table.reshape(-1)[0]
     return out.reshape(out_shape)
+
+
+def _readonly(x: np.ndarray) -> np.ndarray:
+    """A read-only view: the kernels' inputs always have one array type, so each compiles one signature."""
+    v = x.view()
+    v.flags.writeable = False
+    return v
 
 
 @njit
@@ -207,8 +214,8 @@ def broadcast_op(op, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarra
             stride_a.append(x)
             stride_b.append(y)
     _op_blocks(
-        a.reshape(-1),
-        b.reshape(-1),
+        _readonly(a.reshape(-1)),
+        _readonly(b.reshape(-1)),
         out.reshape(-1),
         np.array(sizes, dtype=np.int64),
         np.array(stride_a, dtype=np.int64),
