@@ -20,16 +20,73 @@ from functools import cached_property
 import numpy as np
 
 from ..hlmrf import HLMRF, MPEResult, solve
-from .config import read_text
-from .data import load_source
+from .config import MAX_NESTING, read_text, rule_depth
+from .data import excerpt, load_source, short_repr
 from .grounding import Predicate, check_rule, ground_rule
-from .parser import Comparison, Constant, LogicalRule, parse_rule, parse_rules
+from .parser import ArithmeticRule, Comparison, Constant, LogicalRule, parse_rule, parse_rules, strip_comments
 
-__all__ = ["GroundModel", "Model", "PARTITIONS"]
+__all__ = ["GroundModel", "MAX_ARITY", "Model", "PARTITIONS"]
 
 #: data partitions of a predicate, as PSL names them
 PARTITIONS = ("observations", "targets", "truth")
-_NAME = re.compile(r"[A-Za-z$_][A-Za-z0-9$_]*$")
+#: the most arguments of a predicate (each is a column of its atom tables and a join of its grounding)
+MAX_ARITY = 64
+_NAME = re.compile(r"[A-Za-z$_][A-Za-z0-9$_]*")  # fullmatch
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8..11 of a DuckDB database file
+
+
+def _check_database(path: str) -> None:
+    """Refuse a ``database`` path that is a folder or an existing file that is not a DuckDB database."""
+    if os.path.isdir(path):
+        raise OSError(f"`database` {path!r} is a folder; expected a DuckDB database file (created if missing).")
+    if os.path.exists(path):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(12)
+        except OSError as err:
+            raise OSError(f"`database` {path!r} cannot be read: {err.strerror}.") from None
+        if head[8:12] != _DUCKDB_MAGIC:
+            raise ValueError(
+                f"`database` {path!r} exists but is not a DuckDB database file (no DuckDB header); name a new "
+                "file or a DuckDB database."
+            )
+
+
+def _nonfinite_number(coef) -> float | None:
+    """A non-finite number in a coefficient expression of an arithmetic rule, or None."""
+    stack = [coef]
+    while stack:
+        c = stack.pop()
+        if c.kind == "num" and not np.isfinite(c.value):
+            return c.value
+        stack.extend(c.args)
+    return None
+
+
+def _check_numbers(rule) -> None:
+    """A rule's weight and coefficients must be finite (``1e309`` reads as infinity)."""
+    if rule.weight is not None and not np.isfinite(rule.weight):
+        raise ValueError(
+            f"PSL rule {excerpt(rule.text)}: the weight must be a finite number; got {rule.weight} (a number "
+            "beyond 1.8e308 overflows)."
+        )
+    if isinstance(rule, ArithmeticRule):
+        for coef in (rule.constant, *(c for c, _ in rule.terms)):
+            bad = _nonfinite_number(coef)
+            if bad is not None:
+                raise ValueError(
+                    f"PSL rule {excerpt(rule.text)}: coefficients and constants must be finite numbers; got {bad} "
+                    "(a number beyond 1.8e308 overflows)."
+                )
+
+
+def _check_depth(text: str) -> None:
+    depth = rule_depth(strip_comments(text))
+    if depth > MAX_NESTING:
+        raise ValueError(
+            f"PSL rule text nests parentheses and brackets {depth} deep; rules nest at most MAX_NESTING = "
+            f"{MAX_NESTING} deep."
+        )
 
 
 @dataclass(frozen=True)
@@ -125,7 +182,8 @@ class Model:
     ----------
     database : str or os.PathLike, optional
         A DuckDB database file that holds the atom tables (created if missing; tables of earlier
-        models in it are replaced). Default: an in-memory database.
+        models in it are replaced). Default: an in-memory database. A folder is an ``OSError``, an
+        existing file that is not a DuckDB database a ``ValueError``.
     strict : bool, default False
         A hard ground rule that the observed values alone violate (it has no open atom, e.g.
         ``Knows(A, B) = Knows(B, A) .`` with ``Knows(1, 2) = 1`` and ``Knows(2, 1) = 0`` both observed)
@@ -172,13 +230,19 @@ class Model:
         import duckdb
 
         if not isinstance(strict, bool):
-            raise TypeError(f"`strict` must be True or False; got {strict!r}.")
+            raise TypeError(f"`strict` must be True or False; got {short_repr(strict)}.")
         self.strict = strict
 
         if database is not None and not isinstance(database, (str, os.PathLike)):
             raise TypeError(f"`database` must be None or a file path; got {type(database).__name__}.")
         self.database = None if database is None else os.fspath(database)
-        self._con = duckdb.connect(self.database or ":memory:")
+        if self.database is not None:
+            _check_database(self.database)
+        try:
+            self._con = duckdb.connect(self.database or ":memory:")
+        except duckdb.Error as err:
+            msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise OSError(f"`database` {self.database!r}: DuckDB cannot open it ({excerpt(msg)}).") from None
         self._preds: dict[str, Predicate] = {}
         self._rules: list = []
         self._data: dict[tuple[str, str], list] = {}
@@ -200,19 +264,21 @@ class Model:
         name : str
             An identifier; matched case-insensitively in rules.
         arity : int
-            Number of arguments (>= 1).
+            Number of arguments, from 1 to :data:`MAX_ARITY`.
         closed : bool, default False
             A closed predicate is fully observed; an open one has targets to infer.
         """
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ValueError(f"`name` must be an identifier (letters, digits, _ and $); got {name!r}.")
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(f"`name` must be an identifier (letters, digits, _ and $); got {short_repr(name)}.")
         if isinstance(arity, bool) or not isinstance(arity, (int, np.integer)) or arity < 1:
-            raise ValueError(f"`arity` must be an integer >= 1; got {arity!r}.")
+            raise ValueError(f"`arity` must be an integer >= 1; got {short_repr(arity)}.")
+        if arity > MAX_ARITY:
+            raise ValueError(f"`arity` must be at most MAX_ARITY = {MAX_ARITY}; got {short_repr(arity)}.")
         if not isinstance(closed, (bool, np.bool_)):
-            raise TypeError(f"`closed` must be a bool; got {closed!r}.")
+            raise TypeError(f"`closed` must be a bool; got {short_repr(closed)}.")
         key = name.lower()
         if key in self._preds:
-            raise ValueError(f"`name` {name!r}: the predicate {self._preds[key].key} is already declared.")
+            raise ValueError(f"`name` {short_repr(name)}: the predicate {self._preds[key].key} is already declared.")
         self._preds[key] = Predicate(name, int(arity), bool(closed), f"psl_p{len(self._preds)}")
         self._changed()
 
@@ -233,7 +299,14 @@ class Model:
         -------
         LogicalRule or ArithmeticRule
         """
-        rule = parse_rule(text)
+        if not isinstance(text, str):
+            raise TypeError(f"`text` must be a rule string; got {type(text).__name__}.")
+        _check_depth(text)
+        try:
+            rule = parse_rule(text)
+        except RecursionError:
+            raise ValueError(f"PSL rule {excerpt(text)} nests too deeply to parse.") from None
+        _check_numbers(rule)
         check_rule(rule, self._preds)
         self._rules.append(rule)
         self._changed()
@@ -248,8 +321,13 @@ class Model:
         """
         text = read_text(path)
         try:
-            rules = parse_rules(text)
+            _check_depth(text)
+            try:
+                rules = parse_rules(text)
+            except RecursionError:
+                raise ValueError("PSL rules nest too deeply to parse.") from None
             for r in rules:
+                _check_numbers(r)
                 check_rule(r, self._preds)
         except ValueError as err:
             raise ValueError(f"{os.fspath(path)}: {err}") from None
@@ -264,7 +342,7 @@ class Model:
         p = self._preds.get(name)
         if p is None or ("/" in predicate and predicate.split("/")[1] != str(p.arity)):
             known = ", ".join(q.key for q in self._preds.values()) or "none"
-            raise ValueError(f"`predicate` {predicate!r} is not declared (declared: {known}).")
+            raise ValueError(f"`predicate` {short_repr(predicate)} is not declared (declared: {known}).")
         return p
 
     def add_data(self, predicate: str, partition: str, data) -> None:
@@ -284,7 +362,7 @@ class Model:
 
         p = self._pred(predicate)
         if partition not in PARTITIONS:
-            raise ValueError(f"`partition` must be one of {', '.join(PARTITIONS)}; got {partition!r}.")
+            raise ValueError(f"`partition` must be one of {', '.join(PARTITIONS)}; got {short_repr(partition)}.")
         if partition == "targets" and p.closed:
             raise ValueError(f"`partition` 'targets' for the closed predicate {p.key}: closed predicates have none.")
         if isinstance(data, pd.DataFrame):
@@ -296,8 +374,10 @@ class Model:
             data = data.copy()
         elif isinstance(data, (str, os.PathLike)):
             data = os.fspath(data)
-            if not os.path.isfile(data):
+            if not os.path.exists(data):
                 raise OSError(f"data file for the {partition} of {p.key} not found: {data}")
+            if not os.path.isfile(data):
+                raise OSError(f"data file for the {partition} of {p.key} is not a file: {data}")
         else:
             raise TypeError(f"`data` must be a file path or a pandas DataFrame; got {type(data).__name__}.")
         self._data.setdefault((p.name.lower(), partition), []).append(data)
