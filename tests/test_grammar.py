@@ -253,6 +253,7 @@ def _calls():
             1,
             **kw,
         ),
+        "tractable.psl.evaluate_arrays": lambda **kw: psl.evaluate_arrays([0.9, 0.2], [1.0, 0.0], **kw),
         "tractable.psl.parse_rule": lambda **kw: psl.parse_rule("1: A(X) -> B(X) ^2", **kw),
         "tractable.psl.parse_rules": lambda **kw: psl.parse_rules("1: A(X) -> B(X) ^2", **kw),
         "tractable.crf.chow_liu_tree": lambda **kw: crf.chow_liu_tree(_crf_data()[1], **kw),

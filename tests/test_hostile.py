@@ -591,6 +591,13 @@ CASES: list[Case] = [
         (Arg((1,), "variables", ok=("empty",), skip=("neginf",)), Arg((2,), "values", skip=("ndim_down",))),
         covers=("tractable.hlmrf.HLMRF.fix",),
     ),
+    Case(
+        "hlmrf.HLMRF.with_weights",
+        _method("with_weights"),
+        lambda: ([_hlmrf(), np.array([0.5, 2.0])], {}),
+        (Arg((1,), "weights", skip=("ndim_down",)),),
+        covers=("tractable.hlmrf.HLMRF.with_weights",),
+    ),
     *(
         Case(
             f"hlmrf.HLMRF.{name}",

@@ -19,7 +19,7 @@ PUBLIC = {
     ],
     "tractable.psl": [
         "ArithmeticRule", "EVALUATORS", "GroundModel", "LEARNERS", "LearnResult", "LogicalRule", "Model", "PARTITIONS",
-        "evaluate_predicate", "parse_rule", "parse_rules",
+        "evaluate_arrays", "evaluate_predicate", "parse_rule", "parse_rules",
     ],
     "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
     "tractable.crf": [

@@ -75,6 +75,12 @@ def test_learners_are_psl_class_names():
         "BinaryCrossEntropy",
         "MaxLikelihoodMPE",
         "MaxPseudoLikelihood",
+        "GridSearch",
+        "RandomGridSearch",
+        "GuidedRandomGridSearch",
+        "ContinuousRandomGridSearch",
+        "Hyperband",
+        "GaussianProcessPrior",
     ]
 
 
@@ -419,6 +425,36 @@ def test_learned_weights_carry_over_to_the_infer_split(tmp_path):
     np.testing.assert_allclose(np.sort(pred["Tgt"]["value"]), np.sort(0.67 * OBS), atol=1e-5)
     infer.set_weights([2.0, 0.5])
     assert infer.rules[1].text == "0.5: !Tgt(X) ^2" and infer.rules[1].weight == 0.5
+
+
+def test_set_weights_on_a_ground_model_is_a_multiply_with_the_same_answer_as_regrounding():
+    """New weights on a grounded model: the HL-MRF is reweighted, not reground; objective, offset (ground rules
+    without open atoms, here ``Obs(X) -> Obs2(X)``) and answer equal those of a model grounded at those weights."""
+
+    def program(weights):
+        m = _program(weights=weights[:2])
+        m.add_predicate("Obs2", 1, closed=True)
+        m.add_rule(f"{weights[2]}: Obs(X) -> Obs2(X)")
+        m.add_data("Obs2", "observations", pd.DataFrame({0: ["a0", "a1", "a2"], 1: [0.1, 0.2, 0.9]}))
+        return m
+
+    m = program((1.0, 1.0, 1.0))
+    g = m.ground()
+    assert g.rule_offsets[2] == pytest.approx(0.9 + 0.6)  # max(Obs - Obs2, 0) over the three constants
+    m.set_weights([2.0, 0.5, 3.0])
+    g2 = m.ground()
+    assert g2 is not g and g2.hlmrf.potential_arrays()["variables"] is g.hlmrf.potential_arrays()["variables"]
+    fresh = program((2.0, 0.5, 3.0))
+    gf = fresh.ground()
+    assert g2.offset == pytest.approx(gf.offset) == pytest.approx(3.0 * 1.5)
+    assert [float(c[0].split(":")[0]) for c in g2.rule_counts] == [2.0, 0.5, 3.0]
+    np.testing.assert_array_equal(g2.hlmrf.potential_arrays()["weights"], gf.hlmrf.potential_arrays()["weights"])
+    (p1, r1), (p2, r2) = m.infer(**TIGHT), fresh.infer(**TIGHT)
+    assert r1.objective == pytest.approx(r2.objective, abs=1e-9)
+    np.testing.assert_allclose(p1["Tgt"]["value"], p2["Tgt"]["value"], atol=1e-6)
+    m.set_weights([0.0, 0.5, 0.0])  # a zero weight keeps the rule's offset per unit of weight
+    m.set_weights([1.0, 0.5, 2.0])
+    assert m.ground().offset == pytest.approx(2.0 * 1.5)
 
 
 def test_set_weights_errors():

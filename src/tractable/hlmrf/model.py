@@ -326,12 +326,14 @@ class HLMRF:
         ----------
         variables : array_like of int, shape (k,)
         values : float or array_like of float, shape (k,)
-            In ``[0, 1]``.
+            In ``[0, 1]``. A variable listed twice must get the same value twice; fixing a variable
+            again in a later call replaces its value.
 
         Raises
         ------
         ValueError
-            If a value lies outside [0, 1] or a constraint over fixed variables only is violated.
+            If a value lies outside [0, 1], one variable is given two different values, or a constraint
+            over fixed variables only is violated.
         """
         variables = as_index_array(np.atleast_1d(variables), "variables", size=self._n)
         values = as_float_array(values, "values", allow_neginf=False)
@@ -342,6 +344,16 @@ class HLMRF:
         if np.any((values < 0) | (values > 1)):
             bad = values[(values < 0) | (values > 1)][0]
             raise ValueError(f"`values` must lie in [0, 1]; got {float(bad)}.")
+        if variables.size > 1:  # one variable listed twice must get one value (else which would win?)
+            order = np.argsort(variables, kind="stable")
+            v, x = variables[order], values[order]
+            clash = np.flatnonzero((v[1:] == v[:-1]) & (x[1:] != x[:-1]))
+            if clash.size:
+                i = int(clash[0])
+                raise ValueError(
+                    f"`variables` lists variable {int(v[i])} twice with different `values`: {float(x[i])!r} and "
+                    f"{float(x[i + 1])!r}; fix each variable at one value."
+                )
         old_mask, old_val = self._fixed_mask.copy(), self._fixed_val.copy()
         self._fixed_mask[variables] = True
         self._fixed_val[variables] = values
@@ -409,6 +421,35 @@ class HLMRF:
         """
         a = self._arrays("pot")
         return dict(zip(["indptr", "variables", "coefficients", "constants", "weights", "squared"], a))
+
+    def with_weights(self, weights) -> HLMRF:
+        """The same model with other potential weights: a multiply, not a rebuild.
+
+        The new model shares this one's read-only potential and constraint arrays (nothing is copied
+        but the weights and the fixed values), so weight learning can try weight vectors on a ground
+        program at the cost of one array.
+
+        Parameters
+        ----------
+        weights : float or array_like of shape (n_potentials,)
+            The new weights, finite and ``>= 0``.
+
+        Returns
+        -------
+        HLMRF
+        """
+        pot = self._arrays("pot")
+        w = np.array(_per_row(weights, self._n_pot, "weights", nonneg=True), dtype=np.float64)  # never the input
+        w.flags.writeable = False
+        out = HLMRF(self._n)
+        out._pot = (*pot[:4], w, pot[5])
+        out._n_pot = self._n_pot
+        out._con = self._arrays("con")
+        out._n_con = self._n_con
+        out._fixed_mask = self._fixed_mask.copy()
+        out._fixed_val = self._fixed_val.copy()
+        out.network = self.network
+        return out
 
     def constraint_arrays(self) -> dict:
         """The constraints as read-only arrays.

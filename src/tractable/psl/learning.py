@@ -33,6 +33,13 @@ Learners (:data:`LEARNERS`, by PSL's class names; a fully qualified Java class n
 * **PSL 2.2's** ``MaxPseudoLikelihood``: the voted perceptron on the pseudo-likelihood, whose expected
   incompatibilities are estimated per *block* by Monte Carlo integration (see :class:`_MaxPseudoLikelihood`).
 
+* **PSL 2.4's search learners** (``org.linqs.psl.application.learning.weight.search``, in
+  :mod:`tractable.psl.search`): ``GridSearch``, ``RandomGridSearch``, ``GuidedRandomGridSearch``,
+  ``ContinuousRandomGridSearch``, ``Hyperband`` and ``GaussianProcessPrior`` score candidate weight
+  vectors by MAP inference and the learning evaluator (``weightlearning.evaluator``; PSL 2.4's primary
+  evaluation by default) and return the best; candidates run in parallel on ``n_jobs`` threads or a
+  Dask ``client``.
+
 Stopping, as PSL: the gradient-descent learners stop when the weights move less than
 ``movement_tol`` (``gradientdescent.movementbreak``; the minimizers when their objective difference
 is below ``objective_difference_tol``) with ``status="converged"``, else after ``max_iter`` steps with
@@ -110,8 +117,26 @@ class LearnResult(Result):
         Inner solves that stopped before their tolerances (one ConvergenceWarning says how many).
     options : tuple of (str, object)
         The learner's options as used (Python names), defaults included.
+    evaluator : str
+        Search learners: the evaluator, its representative metric and the predicate scored (``""``
+        for the gradient learners).
+    metric_values : ndarray of shape (n_iter,) or None
+        Search learners: the representative metric of every evaluated candidate, as the evaluator
+        reports it (``loss`` is the same signed so that lower is better).
+    budgets : ndarray of shape (n_iter,) or None
+        Search learners: the share of ADMM's iteration budget each evaluation had (1 except in
+        ``Hyperband``'s early rounds).
     time, method, converged, n_iter, status, message
-        As in every result; ``method`` is PSL's short class name, ``n_iter`` the number of steps.
+        As in every result; ``method`` is PSL's short class name, ``n_iter`` the number of steps (of
+        candidates evaluated, for the search learners).
+
+    Notes
+    -----
+    The search learners (:mod:`tractable.psl.search`) fill the fields differently: ``loss`` has shape
+    ``(n_iter,)``, PSL's search objective of each evaluated candidate (the evaluator's representative
+    metric negated where higher is better, so that lower is better); ``weight_path`` holds the
+    candidates in evaluation order; ``gradients`` is empty, shape ``(0, n_rules)``; ``objective`` is
+    the loss of the returned weights; ``observed_incompatibility`` is taken at the returned weights.
     """
 
     weights: np.ndarray
@@ -129,6 +154,9 @@ class LearnResult(Result):
     inference_time: float = 0.0
     n_unconverged: int = 0
     options: tuple = ()
+    evaluator: str = ""
+    metric_values: np.ndarray | None = None
+    budgets: np.ndarray | None = None
 
 
 def rule_text_with_weight(text: str, weight: float) -> str:
@@ -259,30 +287,34 @@ _PY_ONLY = ("initial_weights", "rng", "solve_options", "warm_start", "time_limit
 
 
 def _all_known() -> dict:
+    """Every option name of every learner (Python and lower-cased PSL names) -> its Python name."""
     out = {}
-    for table in (_COMMON_OPTIONS, _GD_OPTIONS, _GD_BREAKS, _MINIMIZER_OPTIONS, _VP_OPTIONS, _MPLE_OPTIONS):
-        for py, (psl, _, _) in table.items():
+    for cls in LEARNERS.values():
+        for py, (psl, _, _) in cls.options.items():
             out[py] = py
-            out[psl] = py
+            out[psl.lower()] = py
+        for py in getattr(cls, "py_only", _PY_ONLY):
+            out[py] = py
     out.update(_PSL_ALIASES)
     return out
 
 
-def _parse_options(name: str, table: dict, given: dict) -> dict:
-    """Python-named options with defaults applied; PSL names map onto Python ones; misfits are errors."""
-    psl_to_py = {psl: py for py, (psl, _, _) in table.items()}
+def _parse_options(name: str, table: dict, given: dict, py_only: tuple = _PY_ONLY) -> dict:
+    """Python-named options with defaults applied; PSL names (any case) map onto Python ones; misfits are
+    errors. ``py_only``: the Python-only keywords the learner takes (read by the caller)."""
+    psl_to_py = {psl.lower(): py for py, (psl, _, _) in table.items()}
     psl_to_py.update({k: v for k, v in _PSL_ALIASES.items() if v in table})
     known = _all_known()
     out, source = {}, {}
     for key, value in given.items():
-        if key in _PY_ONLY:
+        if key in py_only:
             continue
         py = key if key in table else psl_to_py.get(key.lower() if isinstance(key, str) else key)
         if py is None:
             valid = (
                 ", ".join(f"`{k}` ({psl})" for k, (psl, _, _) in table.items())
                 + ", "
-                + ", ".join(f"`{k}`" for k in _PY_ONLY)
+                + ", ".join(f"`{k}`" for k in py_only)
             )
             if key in known or (isinstance(key, str) and key.lower() in known):
                 raise ValueError(f"`{key}` does not apply to `method`={name!r} (its options: {valid}).")
@@ -344,7 +376,11 @@ def truth_labels(model, ground) -> tuple[np.ndarray, np.ndarray]:
         same = var[1:] == var[:-1]
         if np.any(same & (val[1:] != val[:-1])):
             k = int(np.flatnonzero(same & (val[1:] != val[:-1]))[0])
-            raise ValueError(f"the truth of {p.key} lists the atom of variable {var[k]} twice with different values.")
+            atom = f"{p.name}({', '.join(repr(str(rows[f'a{i}'][order[k]])) for i in range(p.arity))})"
+            raise ValueError(
+                f"the truth of {p.key} lists the atom {atom} twice with different values ({val[k]:g} and "
+                f"{val[k + 1]:g})."
+            )
         keep = np.concatenate([[True], ~same])
         variables.append(var[keep])
         values.append(val[keep])
@@ -1117,6 +1153,14 @@ LEARNING_PREFIXES = (
     "maxspeudolikelihood.",
     "maxpseudolikelihood.",
     "weightlearning.",
+    "gridsearch.",
+    "randomgridsearch.",
+    "guidedrandomgridsearch.",
+    "continuousrandomgridsearch.",
+    "hyperband.",
+    "gpp.",
+    "gppker.",
+    "search.",
 )
 
 
@@ -1139,7 +1183,7 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
     t0 = time.perf_counter()
     name = _resolve(method)
     cls = LEARNERS[name]
-    opt = _parse_options(name, cls.options, options)
+    opt = _parse_options(name, cls.options, options, getattr(cls, "py_only", _PY_ONLY))
     rules = model.rules
     weighted = [i for i, r in enumerate(rules) if not r.hard]
     if not weighted:
@@ -1164,6 +1208,25 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
     ground = model.ground()
     label_vars, label_vals = truth_labels(model, ground)
     prob = _Problem(ground, weighted, label_vars, label_vals, solve_options, warm_start, rng)
+    deadline = None if time_limit is None else t0 + time_limit
+    if cls.family == "search":
+        from .search import search_learn
+
+        return search_learn(
+            model,
+            name,
+            cls,
+            opt,
+            options,
+            prob=prob,
+            ground=ground,
+            rules=rules,
+            weighted=weighted,
+            w0=w0,
+            rng=rng,
+            t0=t0,
+            deadline=deadline,
+        )
     if cls.family == "gd" and opt["extension"] != "NONE":
         total = w0.sum()
         if not total > 0:
@@ -1173,7 +1236,6 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
             )
         w0 = w0 / total
     learner = cls(prob, opt)
-    deadline = None if time_limit is None else t0 + time_limit
     runner = _run_gd if cls.family == "gd" else _run_vp
     w, path, losses, grads, n_steps, status, detail = runner(learner, w0.copy(), opt, deadline)
     message = stop_message(status, name, n_steps, detail)
@@ -1222,3 +1284,9 @@ def _check_weights(weights, n: int, name: str) -> np.ndarray:
     if np.any(w < 0):
         raise ValueError(f"`{name}` must be >= 0 (PSL's weights are non-negative); got {w.tolist()}.")
     return w
+
+
+# PSL 2.4's search learners live in their own module, which imports this one: registered last
+from .search import SEARCH_LEARNERS  # noqa: E402
+
+LEARNERS.update(SEARCH_LEARNERS)

@@ -14,7 +14,7 @@ import os
 import re
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -103,6 +103,9 @@ class GroundModel:
         Weighted distance of the ground rules without free atoms (a constant the solver cannot change).
     time : float
         Seconds spent grounding (data loading included).
+    rule_offsets : tuple of float
+        Per rule, the *unweighted* distance of its ground rules without free atoms (0 for hard rules):
+        ``offset`` is ``sum(weight_r * rule_offsets[r])``, so a new weight vector needs no regrounding.
     load_time : float
         Seconds spent reading the data into DuckDB's atom tables.
     rule_times : tuple of float
@@ -124,6 +127,7 @@ class GroundModel:
     load_time: float = 0.0
     rule_times: tuple = ()
     n_infeasible_dropped: int = 0
+    rule_offsets: tuple = ()
     _atom_parts: tuple = field(default=((), (), None), repr=False, compare=False)
 
     @cached_property
@@ -510,16 +514,19 @@ class Model:
             raise ValueError("the model has no atoms of open predicates (no `targets`): nothing to infer.")
         hl = HLMRF(n)
         counts = []
-        offset = 0.0
+        rule_offsets = []
         used = np.zeros(n, bool)
         rule_times = []
         n_dropped = 0
         for rule in self._rules:
             t1 = time.perf_counter()
             n_pot = n_con = 0
-            for block in ground_rule(self._con, rule, self._preds, n, strict=self.strict):
+            rule_offset = 0.0
+            # grounded at weight 1: the offset per unit of weight, so that new weights need no regrounding
+            unit = rule if rule.hard else replace(rule, weight=1.0)
+            for block in ground_rule(self._con, unit, self._preds, n, strict=self.strict):
                 m = block.constants.size
-                offset += block.offset
+                rule_offset += block.offset
                 if block.n_infeasible:
                     n_dropped += block.n_infeasible
                     warnings.warn(
@@ -541,6 +548,7 @@ class Model:
                     )
                     n_pot += m
             counts.append((rule.text, n_pot, n_con))
+            rule_offsets.append(0.0 if rule.hard else rule_offset)
             rule_times.append(time.perf_counter() - t1)
         strings = self._con.execute("SELECT s FROM psl_dict ORDER BY id").fetchnumpy()["s"]
         strings = np.concatenate([np.array([None], dtype=object), np.asarray(strings, dtype=object)])  # ids from 1
@@ -559,6 +567,7 @@ class Model:
             fixed_vals.append(vals[~free])
         if fixed_vars and np.concatenate(fixed_vars).size:
             hl.fix(np.concatenate(fixed_vars), np.concatenate(fixed_vals))
+        offset = float(sum(r.weight * o for r, o in zip(self._rules, rule_offsets) if not r.hard))
         self._ground = GroundModel(
             hl,
             tuple(counts),
@@ -568,6 +577,7 @@ class Model:
             tuple(rule_times),
             _atom_parts=(strings, tuple(parts), used),
             n_infeasible_dropped=n_dropped,
+            rule_offsets=tuple(rule_offsets),
         )
         return self._ground
 
@@ -647,7 +657,7 @@ class Model:
                 obs = self._con.execute(f"SELECT * FROM {p.table}_observations").df()
                 obs.columns = [*range(p.arity), "value"]
                 pred = pd.concat([pred, obs], ignore_index=True)
-            out[p.name] = evaluate_predicate(pred, truth, p.arity, specs)
+            out[p.name] = evaluate_predicate(pred, truth, p.arity, specs, predicate=p.name)
         return out
 
     # ------------------------------------------------------------------ weight learning
@@ -664,13 +674,19 @@ class Model:
         method : str, default "StructuredPerceptron"
             A PSL learner's class name (:data:`tractable.psl.LEARNERS`): ``"StructuredPerceptron"``,
             ``"Energy"``, ``"SquaredError"``, ``"BinaryCrossEntropy"`` (PSL 2.4), ``"MaxLikelihoodMPE"``
-            (PSL 2.3), ``"MaxPseudoLikelihood"`` (PSL 2.2); a fully qualified Java class name works too.
+            (PSL 2.3), ``"MaxPseudoLikelihood"`` (PSL 2.2), or PSL 2.4's search learners ``"GridSearch"``,
+            ``"RandomGridSearch"``, ``"GuidedRandomGridSearch"``, ``"ContinuousRandomGridSearch"``,
+            ``"Hyperband"``, ``"GaussianProcessPrior"`` (:mod:`tractable.psl.search`: candidates scored by MAP
+            inference and the learning evaluator, ``evaluator`` / ``weightlearning.evaluator``, default the
+            program's primary evaluation); a fully qualified Java class name works too.
         **options
             The learner's options, as PSL's option names (``**{"gradientdescent.numsteps": 100}``) or as
             Python keywords (``max_iter=100``): see docs/psl.md. For every learner also
             ``initial_weights`` (default: the rules' weights), ``rng``, ``time_limit``, ``warm_start``
             (default True) and ``solve_options`` (a dict for :func:`tractable.hlmrf.solve`; default
-            :attr:`solve_options`). An option the learner does not use is a ``ValueError``.
+            :attr:`solve_options`). The search learners also take ``n_jobs`` (threads, default 1; -1 every
+            core) and ``client`` (a ``dask.distributed.Client``). An option the learner does not use is a
+            ``ValueError``.
 
         Returns
         -------
@@ -706,10 +722,11 @@ class Model:
             One weight ``>= 0`` per weighted rule, in rule order. A :class:`~tractable.psl.LearnResult`
             must come from a model with the same weighted rules (compared without their weights).
 
-        The rules' texts show the new weights; the model is grounded again at its next use.
+        The rules' texts show the new weights. A model already grounded is not grounded again: its
+        HL-MRF gets the new weights by one multiply (:meth:`~tractable.hlmrf.HLMRF.with_weights`, every
+        potential knows its rule: :attr:`GroundModel.potential_rules`) and the offset from the rules'
+        unweighted offsets.
         """
-        from dataclasses import replace
-
         from .learning import LearnResult, _check_weights, rule_body, rule_text_with_weight
 
         weighted = [i for i, r in enumerate(self._rules) if not r.hard]
@@ -727,7 +744,16 @@ class Model:
         for i, wi in zip(weighted, w):
             r = self._rules[i]
             self._rules[i] = replace(r, weight=float(wi), text=rule_text_with_weight(r.text, wi))
+        g = self._ground
         self._changed()
+        if g is not None:  # a multiply, not a regrounding
+            per_rule = np.array([r.weight for r in self._rules], dtype=float)
+            self._ground = replace(
+                g,
+                hlmrf=g.hlmrf.with_weights(per_rule[g.potential_rules]),
+                rule_counts=tuple((r.text, c[1], c[2]) for r, c in zip(self._rules, g.rule_counts)),
+                offset=float(sum(r.weight * o for r, o in zip(self._rules, g.rule_offsets) if not r.hard)),
+            )
 
     # ------------------------------------------------------------------ files
     @classmethod
