@@ -48,8 +48,8 @@ LAYERS: dict[str, tuple[int, tuple[str, ...]]] = {
     "bp": (3, ("cardinality",)),
     "sampling": (3, ("bp",)),
     "crf": (3, ("bp",)),
-    "psl": (3, ("hlmrf",)),
     "distributed": (3, ("hlmrf", "clique", "cardinality")),
+    "psl": (3, ("hlmrf", "distributed")),  # Dask: search learners' candidates, PSL programs on a cluster
     # (4) generators of the papers' benchmarks: they use the areas, never the other way
     "datasets": (4, (ANY_BELOW,)),
     # (5) the demo and the command line (whose `tractable demo` runs the demo)

@@ -18,9 +18,9 @@ def _frame(rows):
     return pd.DataFrame([list(r) for r in rows])
 
 
-def _model(rules, data, closed=()):
+def _model(rules, data, closed=(), missing_atoms="error"):
     """data: {(pred, arity): {"observations": rows, "targets": rows}}."""
-    m = Model()
+    m = Model(missing_atoms=missing_atoms)
     for name, arity in data:
         m.add_predicate(name, arity, closed=name in closed)
     for r in rules:
@@ -85,22 +85,34 @@ def test_negated_literals_and_clause_form():
     assert rows == sorted([([(_var(g2, "Q", x), 1.0)], 0.0) for x in "ab"])
 
 
-def test_missing_lookup_atom_is_zero_and_query_atoms_must_exist():
-    # 1: Link(A, B) & Lab(A) -> Lab(B): groundings only for existing links; Lab(c) is missing -> 0
-    m = _model(
-        ["1: Link(A, B) & Lab(A) -> Lab(B)"],
-        {
-            ("Link", 2): {"observations": [("a", "b"), ("a", "c"), ("b", "a")]},
-            ("Lab", 1): {"targets": [("a",), ("b",)]},
-        },
-        closed={"Link"},
-    )
-    g = m.ground()
+def test_missing_lookup_atom_is_an_error_dropped_or_zero_and_query_atoms_must_exist():
+    # 1: Link(A, B) & Lab(A) -> Lab(B): groundings only for existing links; Lab(c) is neither observed nor a target
+    def model(missing_atoms):
+        return _model(
+            ["1: Link(A, B) & Lab(A) -> Lab(B)"],
+            {
+                ("Link", 2): {"observations": [("a", "b"), ("a", "c"), ("b", "a")]},
+                ("Lab", 1): {"targets": [("a",), ("b",)]},
+            },
+            closed={"Link"},
+            missing_atoms=missing_atoms,
+        )
+
+    with pytest.raises(ValueError, match=r"the atom Lab\('c'\) of the open predicate Lab/1 is neither observed"):
+        model("error").ground()
+    g = model("zero").ground()
     a, b = _var(g, "Lab", "a"), _var(g, "Lab", "b")
     # (a, b): la - lb ; (b, a): lb - la ; (a, c): la - 0
     assert _rows(g.hlmrf.potential_arrays()) == sorted(
         [(sorted([(a, 1.0), (b, -1.0)]), 0.0), (sorted([(a, -1.0), (b, 1.0)]), 0.0), ([(a, 1.0)], 0.0)]
     )
+    with pytest.warns(UserWarning, match=r"dropped 1 ground rule\(s\) that use an atom of an open predicate"):
+        g = model("drop").ground()
+    assert _rows(g.hlmrf.potential_arrays()) == sorted(
+        [(sorted([(a, 1.0), (b, -1.0)]), 0.0), (sorted([(a, -1.0), (b, 1.0)]), 0.0)]
+    )
+    with pytest.raises(ValueError, match="`missing_atoms` must be one of error, drop, zero"):
+        Model(missing_atoms="ignore")
 
 
 def test_term_comparisons_filter_groundings():
@@ -385,7 +397,8 @@ def test_random_programs_ground_to_the_brute_force_objective(program, seed):
         with pytest.raises(ValueError, match="is not bound"):
             _model(rules, data, closed=closed)
         return
-    m = _model(rules, data, closed=closed)
+    # the oracle reads an open atom that is neither observed nor a target as 0
+    m = _model(rules, data, closed=closed, missing_atoms="zero")
     g = m.ground()
     rng = np.random.default_rng(seed)
     x = rng.random(g.hlmrf.n_variables)

@@ -68,7 +68,7 @@ def test_data_paths_are_file_names_not_patterns(tmp_path):
     # through a JSON program, end to end
     (tmp_path / "q1.txt").write_text("wrong\n")
     (tmp_path / "q[1].txt").write_text("right\n")
-    prog = _program(tmp_path, predicates={"P/1": {"observations": [["a"]]}, "Q/1": {"targets": ["q[1].txt"]}})
+    prog = _program(tmp_path, predicates={"P/1": {"observations": [["right"]]}, "Q/1": {"targets": ["q[1].txt"]}})
     pred, _ = Model.from_json(prog).infer()
     assert pred["Q"][0].tolist() == ["right"]
 

@@ -238,6 +238,17 @@ def _inline(rows: list, where: str, arity: int):
     return frame
 
 
+def _pam_throw(options: dict, where: str) -> bool:
+    """PSL's ``pam.throw`` (true by default): whether an open atom neither observed nor a target is an error."""
+    for key, value in options.items():
+        if str(key).lower() == "pam.throw":
+            text = value.strip().lower() if isinstance(value, str) else None
+            if not isinstance(value, bool) and text not in ("true", "false"):
+                raise ValueError(f"{where}: option {_short(key)} must be true or false; got {_short(value)}.")
+            return value is True or text == "true"
+    return True
+
+
 def _options(model, options: dict, where: str) -> None:
     if not isinstance(options, dict):
         raise ValueError(f"{where}: `options` must be an object; got {_short(options)}.")
@@ -251,6 +262,8 @@ def _options(model, options: dict, where: str) -> None:
             if not isinstance(value, bool) and text not in ("true", "false"):
                 raise ValueError(f"{where}: option {_short(key)} must be true or false; got {_short(value)}.")
             model.learn_requested = value is True or text == "true"
+        elif k == "pam.throw":
+            pass  # read before the model is built (missing_atoms)
         elif k == "runtime.learn.method":
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{where}: option {_short(key)} must name a learner; got {_short(value)}.")
@@ -274,14 +287,22 @@ def _options(model, options: dict, where: str) -> None:
         )
 
 
-def model_from_json(cls, path, *, split: str = "infer", database=None, strict: bool = False):
-    """Build a :class:`~tractable.psl.Model` from a PSL 2.4 JSON configuration (see the module docstring)."""
+def model_from_json(
+    cls, path, *, split: str = "infer", database=None, strict: bool = False, missing_atoms: str | None = None
+):
+    """Build a :class:`~tractable.psl.Model` from a PSL 2.4 JSON configuration (see the module docstring).
+
+    ``missing_atoms`` None: the program's ``pam.throw`` decides (true, PSL's default: ``"error"``; false:
+    ``"drop"``)."""
     if split not in ("learn", "infer"):
         raise ValueError(f"`split` must be 'learn' or 'infer'; got {split!r}.")
     path = os.fspath(path)
     cfg = read_json(path)
     base = os.path.dirname(os.path.abspath(path))
-    model = cls(database=database, strict=strict)
+    if missing_atoms is None:
+        throw = _pam_throw((cfg.get("options") or {}) if isinstance(cfg.get("options"), dict) else {}, path)
+        missing_atoms = "error" if throw else "drop"
+    model = cls(database=database, strict=strict, missing_atoms=missing_atoms)
     preds = cfg.get("predicates", {})
     if not isinstance(preds, dict) or not preds:
         raise ValueError(f"{path}: `predicates` must be a non-empty object with keys 'Name/arity'.")
@@ -469,10 +490,12 @@ def read_data_file(path) -> dict:
     return out
 
 
-def model_from_data_file(cls, psl_path, data_path, *, database=None, strict: bool = False):
+def model_from_data_file(
+    cls, psl_path, data_path, *, database=None, strict: bool = False, missing_atoms: str = "error"
+):
     """Build a :class:`~tractable.psl.Model` from a ``.psl`` rule file and a ``.data`` file."""
     spec = read_data_file(data_path)
-    model = cls(database=database, strict=strict)
+    model = cls(database=database, strict=strict, missing_atoms=missing_atoms)
     for key, p in spec["predicates"].items():
         name, arity = key.split("/")
         model.add_predicate(name, int(arity), closed=p["closed"])

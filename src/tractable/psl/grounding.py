@@ -15,10 +15,34 @@ comparisons are filters) and left-joins the other literals (a missing atom has t
 not a variable: PSL's closed world). The query returns, per literal, numpy columns of variable ids,
 values and free flags; the hinge ``c·x + b`` of every grounding is then built with array operations.
 
+**Missing atoms of open predicates.** A lookup literal of an open predicate may name an atom that is
+neither observed nor a target. PSL 2.4 stops with an error there (``PersistedAtomManagementException``,
+option ``pam.throw``, default true) unless an observed literal already satisfies the ground rule;
+:func:`ground_rule`'s ``missing_atoms`` chooses ``"error"`` (PSL's default: a ``ValueError`` naming the
+atom and the rule), ``"drop"`` (PSL with ``pam.throw = false``: the ground rule is left out) or
+``"zero"`` (the atom is 0, as a closed predicate's missing atom always is).
+
 **Arithmetic rules** ``sum_i c_i a_i + c_0 (<=, >=, =) 0`` join all their atoms. With summation
 variables ``+X``, the groundings are the distinct bindings of the other variables in that join
 (summation variables joined like any other); each summation atom then contributes every existing
-atom matching the binding, and ``|X|`` is the number of distinct values of ``X`` among them.
+atom matching the binding, and ``|X|`` is the number of those atoms (PSL counts the summed atoms; with
+``+X`` and ``+Y`` in one atom both count its atoms; where ``+X`` appears in several atoms, an extension
+PSL refuses, the number of distinct values of ``X`` among them). One known difference remains: for a
+*closed* summation predicate PSL 2.4 sums over every constant of ``X`` found anywhere in the predicate's
+table (the binding's missing atoms are observed 0s), so its ``|X|`` counts them too; here only the
+binding's existing atoms count.
+
+**Filter clauses** ``{X: formula}`` (PSL 2.4's ``AbstractArithmeticRule``) keep the summed atoms whose
+argument for ``X`` passes the filter, evaluated per grounding: a filter atom (of a closed predicate:
+an open one is an error, as in PSL) holds when its observed value, as a float32, is > 0 (a missing atom
+is 0), ``!`` negates, a comparison compares the terms; in SQL an ``EXISTS`` / ``NOT EXISTS`` per atom.
+``|X|`` counts the kept atoms only. A filter whose disjunctive normal form has several disjuncts splits
+the rule into one rule per disjunct, grounded separately, as PSL's ``Model.addRule`` splits it (PSL's
+JSON runtime instead rejects such a rule, "Expected 1 rule, found 2"; a ``.psl`` file splits it). The
+bindings ignore filters (as PSL's grounding query does): a binding whose summed atoms are all filtered
+out keeps its ground rule, with ``|X| = 0``, when the rule has a non-summation atom, and has none
+otherwise. A coefficient that is not finite at a binding (a division by ``|X| = 0``) is an error, as in
+PSL.
 
 **Simplification, as PSL does it.** Observed atoms are folded into the constant (observed atoms of open
 predicates stay in the rows as variables that :meth:`HLMRF.fix` fixes). A logical grounding is dropped
@@ -37,9 +61,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .parser import ArithmeticRule, Atom, Comparison, Constant, Literal, LogicalRule, SumVariable, Variable
+from .parser import (
+    ArithmeticRule,
+    Atom,
+    Comparison,
+    Constant,
+    Literal,
+    LogicalRule,
+    SumVariable,
+    Variable,
+    _excerpt,
+)
 
-__all__ = ["Predicate", "RuleGrounding", "ground_rule"]
+__all__ = ["MISSING_ATOMS", "Predicate", "RuleGrounding", "ground_rule"]
+
+#: what :func:`ground_rule` does with a ground rule that uses an atom of an open predicate that is neither
+#: observed nor a target: ``"error"`` (PSL 2.4's default, ``pam.throw = true``), ``"drop"`` (the ground rule
+#: is left out, as PSL does with ``pam.throw = false``), ``"zero"`` (the atom is 0, as a closed predicate's)
+MISSING_ATOMS = ("error", "drop", "zero")
 
 #: a ground rule whose largest hinge value over the box is at most this is trivially satisfied; a hard
 #: one whose smallest value exceeds it is infeasible (float rounding of sums of observed values)
@@ -81,6 +120,12 @@ class RuleGrounding:
         drops every ground rule without an open atom (``strict=True`` raises instead).
     infeasible_example : str
         One of them, described (empty when there is none).
+    n_missing : int
+        Ground rules (not trivially satisfied by an observed atom) that use an atom of an open predicate
+        that is neither observed nor a target: dropped with ``missing_atoms="drop"``, kept with the atom at
+        0 with ``"zero"`` (``"error"`` raises instead).
+    missing_example : str
+        One such atom (with ``"drop"``; empty otherwise).
     """
 
     indptr: np.ndarray
@@ -92,6 +137,8 @@ class RuleGrounding:
     offset: float
     n_infeasible: int = 0
     infeasible_example: str = ""
+    n_missing: int = 0
+    missing_example: str = ""
 
 
 def _q(s: str) -> str:
@@ -117,9 +164,21 @@ def resolve(atom: Atom, preds: dict, rule_text: str) -> Predicate:
 
 
 def check_rule(rule, preds: dict) -> None:
-    """Check predicates, arities and that every variable is bound by a query literal."""
+    """Check predicates, arities, that every variable is bound by a query literal, and that filter clauses
+    use closed predicates only."""
     for a in rule.atoms():
         resolve(a, preds, rule.text)
+    if isinstance(rule, ArithmeticRule):
+        for f in rule.filters:
+            for a in f.atoms():
+                p = resolve(a, preds, rule.text)
+                if not p.closed:
+                    # PSL 2.4: AbstractArithmeticRule.validateForGrounding
+                    raise ValueError(
+                        f"PSL rule {_excerpt(rule.text)}: the filter clause {{{f.variable}: ...}} uses {a} of the open "
+                        f"predicate {p.key}; a filter reads observed values, so only closed predicates may appear "
+                        "in filters (as in PSL 2.4)."
+                    )
     if isinstance(rule, LogicalRule):
         query, lookups, comps = _split_logical(rule)
         bound = {t.name for lit in query for t in lit.args if isinstance(t, Variable)}
@@ -234,7 +293,9 @@ def _fetch(con, sql: str) -> dict:
     return con.execute(sql).fetchnumpy()
 
 
-def ground_rule(con, rule, preds: dict, n_variables: int, *, strict: bool = False) -> list[RuleGrounding]:
+def ground_rule(
+    con, rule, preds: dict, n_variables: int, *, strict: bool = False, missing_atoms: str = "zero"
+) -> list[RuleGrounding]:
     """Ground one rule.
 
     Parameters
@@ -249,15 +310,32 @@ def ground_rule(con, rule, preds: dict, n_variables: int, *, strict: bool = Fals
     strict : bool, default False
         Raise on a hard ground rule that the observed values alone violate, instead of dropping it
         (PSL drops every ground rule without an open atom; see :attr:`RuleGrounding.n_infeasible`).
+    missing_atoms : {"zero", "error", "drop"}, default "zero"
+        A ground rule of a logical rule that uses an atom of an open predicate that is neither observed
+        nor a target, and that no observed atom makes trivially satisfied: ``"error"`` raises a
+        ``ValueError`` naming the atom and the rule (PSL 2.4's behaviour), ``"drop"`` leaves the ground
+        rule out (PSL with ``pam.throw = false``), ``"zero"`` keeps it with the atom at 0 (the closed
+        world, as for closed predicates). Counted in :attr:`RuleGrounding.n_missing`. (Arithmetic rules
+        never meet such atoms: their atoms come from the data, and a missing summed atom is no term.)
 
     Returns
     -------
     list of RuleGrounding
-        One block (two for a weighted arithmetic equality: ``<=`` and ``>=`` as two hinges).
+        One block per sense (two for a weighted arithmetic equality: ``<=`` and ``>=`` as two hinges),
+        for each rule that the filter clauses split the rule into (:meth:`ArithmeticRule.filter_splits`).
+
+    Raises
+    ------
+    ValueError
+        An unknown predicate or wrong arity, an unbound variable, an open predicate in a filter, an
+        infeasible hard ground rule, a coefficient that is not finite in a ground rule (``|X| = 0`` in a
+        denominator), or a missing atom with ``missing_atoms="error"``.
     """
+    if missing_atoms not in MISSING_ATOMS:
+        raise ValueError(f"`missing_atoms` must be one of {', '.join(MISSING_ATOMS)}; got {missing_atoms!r}.")
     check_rule(rule, preds)
     if isinstance(rule, LogicalRule):
-        blocks = [_ground_logical(con, rule, preds, n_variables)]
+        blocks = [_ground_logical(con, rule, preds, n_variables, missing_atoms)]
     else:
         blocks = _ground_arithmetic(con, rule, preds, n_variables)
     if strict:
@@ -270,8 +348,9 @@ def ground_rule(con, rule, preds: dict, n_variables: int, *, strict: bool = Fals
     return blocks
 
 
-def _ground_logical(con, rule: LogicalRule, preds: dict, n_variables: int) -> RuleGrounding:
-    query, lookups, filters = _split_logical(rule)
+def _logical_sql(rule: LogicalRule, preds: dict, query, lookups, filters, binding: bool = False) -> str:
+    """The grounding query of a logical rule: one row per grounding, columns ``var_/val_/free_`` of each
+    query atom (``q{k}``) and lookup atom (``l{k}``); ``binding`` adds the variables' ids (``"v_X"``)."""
     q = _Query(preds, rule.text)
     for k, a in enumerate(query):
         q.add(a, f"q{k}")
@@ -286,6 +365,8 @@ def _ground_logical(con, rule: LogicalRule, preds: dict, n_variables: int) -> Ru
     inner = q.sql(select)
     joins = []
     outer = [f"b.{c}_q{k}" for k in range(len(query)) for c in ("var", "val", "free")] or ["b.*"]
+    if binding:
+        outer += [f"b.{_col(v)}" for v in q.bound]
     for k, a in enumerate(lookups):
         joins.append(_lookup_join(a, f"l{k}", q, preds, rule.text))
         outer += [
@@ -293,8 +374,20 @@ def _ground_logical(con, rule: LogicalRule, preds: dict, n_variables: int) -> Ru
             f"coalesce(l{k}.value, 0.0) AS val_l{k}",
             f"coalesce(l{k}.free, false) AS free_l{k}",
         ]
-    sql = f"SELECT {', '.join(outer)} FROM ({inner}) AS b {' '.join(joins)}"
-    res = _fetch(con, sql)
+    return f"SELECT {', '.join(outer)} FROM ({inner}) AS b {' '.join(joins)}"
+
+
+def _observed_trivial(val: list, free: list, coefs) -> np.ndarray:
+    """Groundings that an observed literal makes true (PSL: a body atom observed at 0, a head atom at 1)."""
+    trivial = np.zeros(val[0].shape, bool) if val else np.zeros(0, bool)
+    for j in range(len(val)):
+        trivial |= ~free[j] & (val[j] == (0.0 if coefs[j] > 0 else 1.0))
+    return trivial
+
+
+def _ground_logical(con, rule: LogicalRule, preds: dict, n_variables: int, missing_atoms: str) -> RuleGrounding:
+    query, lookups, filters = _split_logical(rule)
+    res = _fetch(con, _logical_sql(rule, preds, query, lookups, filters))
     n_rows = len(next(iter(res.values()))) if res else 0
     # columns in clause order, each with its coefficient in c·x + b
     names = {id(a): f"q{k}" for k, a in enumerate(query)}
@@ -308,13 +401,62 @@ def _ground_logical(con, rule: LogicalRule, preds: dict, n_variables: int) -> Ru
     const0 = 1.0 - n_neg
     k = len(cols)
     if k == 0:
-        raise ValueError(f"PSL rule {rule.text!r}: a logical rule needs at least one atom.")
+        raise ValueError(f"PSL rule {_excerpt(rule.text)}: a logical rule needs at least one atom.")
     var = [np.asarray(res[f"var_{c}"], np.int64) for c in cols]
     val = [np.asarray(res[f"val_{c}"], float) for c in cols]
     free = [np.asarray(res[f"free_{c}"], bool) for c in cols]
     preds_of = [resolve(a, preds, rule.text).table for a, _ in _clause(rule)]
     groups = _repeat_groups(preds_of)
-    return _assemble_dense(rule, var, val, free, np.array(coefs), np.full(n_rows, const0), "<=", groups)
+    # an open predicate's atoms all have a variable: var -1 in a lookup of one means the atom is missing
+    open_lookups = [j for j, a in enumerate(lookups) if not resolve(a, preds, rule.text).closed]
+    n_missing, example = 0, ""
+    if open_lookups:
+        missing = np.zeros(n_rows, bool)
+        for j in open_lookups:
+            missing |= np.asarray(res[f"var_l{j}"]) == -1
+        # PSL reports the atom unless an observed literal already satisfies the ground rule
+        missing &= ~_observed_trivial(val, free, coefs)
+        n_missing = int(missing.sum())
+        if n_missing and missing_atoms != "zero":  # the example costs the query again
+            example = _missing_example(con, rule, preds, query, lookups, filters, cols, coefs, open_lookups)
+            if missing_atoms == "error":
+                raise ValueError(
+                    f"PSL rule {_excerpt(rule.text)}: {example} is neither observed nor a target ({n_missing} ground "
+                    "rule(s) of this rule use such atoms). PSL 2.4 stops here too; list the atom in the targets "
+                    "(or observations) of its predicate, or declare the predicate closed (a closed predicate's "
+                    "missing atoms are 0)."
+                )
+            if missing_atoms == "drop":
+                keep = ~missing
+                var, val, free = ([x[keep] for x in arrs] for arrs in (var, val, free))
+    block = _assemble_dense(rule, var, val, free, np.array(coefs), np.full(var[0].size, const0), "<=", groups)
+    block.n_groundings = n_rows
+    block.n_missing, block.missing_example = n_missing, example
+    return block
+
+
+def _missing_example(con, rule, preds, query, lookups, filters, cols, coefs, open_lookups) -> str:
+    """One missing atom of an open predicate in a non-trivial grounding, as ``the atom P('a', 'b') of the open
+    predicate P/2`` (the grounding query again, with the variables' ids)."""
+    res = _fetch(con, _logical_sql(rule, preds, query, lookups, filters, binding=True))
+    val = [np.asarray(res[f"val_{c}"], float) for c in cols]
+    free = [np.asarray(res[f"free_{c}"], bool) for c in cols]
+    ok = ~_observed_trivial(val, free, coefs)
+    for j in open_lookups:
+        rows = np.flatnonzero((np.asarray(res[f"var_l{j}"]) == -1) & ok)
+        if rows.size:
+            r = int(rows[0])
+            atom = lookups[j]
+            args = []
+            for t in atom.args:
+                if isinstance(t, Constant):
+                    args.append(t)
+                else:
+                    sid = int(res[f"v_{t.name}"][r])
+                    args.append(Constant(con.execute("SELECT s FROM psl_dict WHERE id = ?", [sid]).fetchone()[0]))
+            p = resolve(atom, preds, rule.text)
+            return f"the atom {Atom(p.name, tuple(args))} of the open predicate {p.key}"
+    return "an atom"  # pragma: no cover - the caller found one
 
 
 def _repeat_groups(tables: list[str]) -> list[tuple[int, int]]:
@@ -344,22 +486,37 @@ def _ground_arithmetic(con, rule: ArithmeticRule, preds: dict, n_variables: int)
         return [
             _assemble_dense(rule, var, val, free, sign * coef, sign * const, sense, pairs) for sense, sign in senses
         ]
-    rows, var, val, free, coef, const = _summation_entries(con, rule, preds, q)
-    _check_finite(rule, coef, const)
-    return [
-        _assemble(
-            rule,
-            rows=rows,
-            var=var,
-            val=val,
-            free=free,
-            coef=sign * coef,
-            const=sign * const,
-            sense=sense,
-            n_variables=n_variables,
-        )
-        for sense, sign in senses
-    ]
+    # the groundings: distinct bindings of the non-summation variables in the join of all atoms (filters
+    # play no part here, as in PSL's grounding query), in a temporary table with a row id
+    nonsum = [v for v in q.bound if v not in rule.sum_variables]
+    bind_sql = q.sql([f"{q.bound[v]} AS {_col(v)}" for v in nonsum] or ["1 AS one"], distinct=True)
+    if not nonsum:
+        bind_sql += " LIMIT 1"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE psl_bind AS SELECT row_number() OVER () - 1 AS rid, * FROM ({bind_sql})")
+    blocks = []
+    try:
+        n_rows = con.execute("SELECT count(*) FROM psl_bind").fetchone()[0]
+        ranks = _ranks(con, rule)
+        for split in rule.filter_splits():
+            rows, var, val, free, coef, const, alive = _summation_entries(con, rule, preds, split, n_rows, ranks)
+            for sense, sign in senses:
+                blocks.append(
+                    _assemble(
+                        rule,
+                        rows=rows,
+                        var=var,
+                        val=val,
+                        free=free,
+                        coef=sign * coef,
+                        const=sign * const,
+                        sense=sense,
+                        n_variables=n_variables,
+                        alive=alive,
+                    )
+                )
+    finally:
+        con.execute("DROP TABLE IF EXISTS psl_bind")
+    return blocks
 
 
 def _conds(a: Atom) -> list[str]:
@@ -375,54 +532,120 @@ def _conds(a: Atom) -> list[str]:
 
 def _check_finite(rule, coef, const) -> None:
     if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(const))):
-        raise ValueError(f"PSL rule {rule.text!r}: a coefficient is not finite in some grounding (a division by 0?).")
+        hint = " or |X| = 0 where a filter keeps no term of +X" if getattr(rule, "filters", ()) else ""
+        raise ValueError(
+            f"PSL rule {_excerpt(rule.text)}: a coefficient is not finite in some grounding (a division by 0{hint}?)."
+        )
 
 
-def _summation_entries(con, rule: ArithmeticRule, preds: dict, q: _Query):
-    """Entries ``(row, var, value, free, coef)`` sorted by row, and the constants, of a summation rule.
+def _ranks(con, rule: ArithmeticRule) -> dict:
+    """SQL numbers for the constants of the filters' comparisons, ordered as the dictionary ids: a constant's
+    id, or a number between the ids of its neighbours when it is not in ``psl_dict`` (then it equals no
+    argument, and ``<`` still compares strings)."""
+    out = {}
+    for f in rule.filters:
+        for leaf in f.leaves():
+            if isinstance(leaf, Comparison):
+                for t in (leaf.left, leaf.right):
+                    if isinstance(t, Constant) and t.value not in out:
+                        lt, eq = con.execute(
+                            "SELECT count(*) FILTER (WHERE s < ?), count(*) FILTER (WHERE s = ?) FROM psl_dict",
+                            [t.value, t.value],
+                        ).fetchone()
+                        out[t.value] = str(lt + 1) if eq else f"{lt + 0.5}"
+    return out
 
-    The groundings are the distinct bindings of the non-summation variables in the join of all atoms
-    (a temporary table ``psl_bind`` with a row id); each atom then joins the bindings on its
-    non-summation arguments, and ``|X|`` counts the distinct values of ``X`` per binding.
+
+def _filter_conds(conj: tuple, name: str, col: str, preds: dict, text: str, ranks: dict) -> list[str]:
+    """SQL conditions that keep a summed atom whose argument ``col`` is the value of the summation variable
+    ``name``: every literal of the filter's conjunction holds.
+
+    As PSL 2.4's ``AbstractArithmeticRule.evalFilter``: an atom holds when its observed value, as a
+    float32, is > 0 (a missing atom of a closed predicate is 0); a comparison as in a logical rule.
     """
-    nonsum = [v for v in q.bound if v not in rule.sum_variables]
-    bind_sql = q.sql([f"{q.bound[v]} AS {_col(v)}" for v in nonsum] or ["1 AS one"], distinct=True)
-    if not nonsum:
-        bind_sql += " LIMIT 1"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE psl_bind AS SELECT row_number() OVER () - 1 AS rid, * FROM ({bind_sql})")
-    try:
-        n_rows = con.execute("SELECT count(*) FROM psl_bind").fetchone()[0]
-        card_sql: dict[str, list[str]] = {v: [] for v in rule.sum_variables}
-        parts = []
-        for k, (_, a) in enumerate(rule.terms):
-            p = resolve(a, preds, rule.text)
-            join = f"FROM psl_bind AS b JOIN {p.table} AS t ON " + (" AND ".join(_conds(a)) or "true")
-            for i, t in enumerate(a.args):
-                if isinstance(t, SumVariable):
-                    card_sql[t.name].append(f"SELECT b.rid, t.a{i} AS x {join}")
-            parts.append((k, f"SELECT b.rid, t.var, t.value, t.free {join}"))
-        counts = {}
-        for v, sqls in card_sql.items():
-            r = _fetch(con, f"SELECT rid, count(DISTINCT x) AS n FROM ({' UNION ALL '.join(sqls)}) GROUP BY rid")
+    out = []
+
+    def term(t, in_atom: bool) -> str:
+        if isinstance(t, Variable):
+            return col if t.name == name else f"b.{_col(t.name)}"
+        return _id(t.value) if in_atom else ranks[t.value]
+
+    for leaf in conj:
+        if isinstance(leaf, Literal):
+            p = resolve(leaf.atom, preds, text)
+            eqs = [f"f.a{i} = {term(t, True)}" for i, t in enumerate(leaf.atom.args)]
+            sql = f"EXISTS (SELECT 1 FROM {p.table} AS f WHERE {' AND '.join(eqs)} AND CAST(f.value AS FLOAT) > 0)"
+            out.append(f"NOT {sql}" if leaf.negated else sql)
+        else:
+            op = {"==": "=", "!=": "<>", "<": "<"}[leaf.op]
+            expr = f"({term(leaf.left, False)} {op} {term(leaf.right, False)})"
+            out.append(f"NOT {expr}" if leaf.negated else expr)
+    return out
+
+
+def _summation_entries(con, rule: ArithmeticRule, preds: dict, split: dict, n_rows: int, ranks: dict):
+    """Entries ``(row, var, value, free, coef)`` sorted by row, the constants and the live rows of a
+    summation rule, for one conjunction of filters (``split``: variable -> literals).
+
+    Each atom joins the bindings ``psl_bind`` on its non-summation arguments; the filter of a summation
+    variable keeps the atoms whose argument passes it. ``|X|`` is the number of kept atoms of the atom
+    holding ``+X`` (PSL 2.4 counts the summed atoms; with two summation variables in one atom both count
+    its kept atoms); where ``+X`` appears in several atoms (an extension: PSL refuses it), the number of
+    distinct values of ``X`` among their kept atoms. A binding is live unless the rule has only summation
+    atoms and the filters keep none of them (PSL then grounds nothing for it).
+    """
+    positions: dict[str, list] = {v: [] for v in rule.sum_variables}
+    parts, union = [], {v: [] for v in rule.sum_variables}
+    has_plain = False
+    for k, (_, a) in enumerate(rule.terms):
+        p = resolve(a, preds, rule.text)
+        join = f"FROM psl_bind AS b JOIN {p.table} AS t ON " + (" AND ".join(_conds(a)) or "true")
+        where = []
+        for i, t in enumerate(a.args):
+            if isinstance(t, SumVariable):
+                positions[t.name].append(k)
+                if t.name in split:
+                    where += _filter_conds(split[t.name], t.name, f"t.a{i}", preds, rule.text, ranks)
+        has_plain |= not any(isinstance(t, SumVariable) for t in a.args)
+        where_sql = (" WHERE " + " AND ".join(where)) if where else ""
+        for i, t in enumerate(a.args):
+            if isinstance(t, SumVariable):
+                union[t.name].append(f"SELECT b.rid, t.a{i} AS x {join}{where_sql}")
+        r = _fetch(con, f"SELECT b.rid, t.var, t.value, t.free {join}{where_sql}")
+        parts.append(
+            (
+                r["rid"].astype(np.int64),
+                r["var"].astype(np.int64),
+                r["value"].astype(float),
+                r["free"].astype(bool),
+            )
+        )
+    counts = {}
+    for v, ks in positions.items():
+        if len(ks) == 1:
+            counts[v] = np.bincount(parts[ks[0]][0], minlength=n_rows).astype(float)
+        else:
+            r = _fetch(con, f"SELECT rid, count(DISTINCT x) AS n FROM ({' UNION ALL '.join(union[v])}) GROUP BY rid")
             arr = np.zeros(n_rows)
             arr[r["rid"].astype(np.int64)] = r["n"]
             counts[v] = arr
-        rows, var, val, free, coef = [], [], [], [], []
-        for k, sql in parts:
-            r = _fetch(con, sql)
-            rid = r["rid"].astype(np.int64)
-            cval = np.broadcast_to(np.asarray(rule.terms[k][0].evaluate(counts), float), (n_rows,))
-            rows.append(rid)
-            var.append(r["var"].astype(np.int64))
-            val.append(r["value"].astype(float))
-            free.append(r["free"].astype(bool))
-            coef.append(cval[rid])
-    finally:
-        con.execute("DROP TABLE IF EXISTS psl_bind")
-    rows, var, val, free, coef = (np.concatenate(x) for x in (rows, var, val, free, coef))
-    order = np.argsort(rows, kind="stable")
+    if has_plain or not split:
+        alive = np.ones(n_rows, bool)
+    else:
+        alive = np.zeros(n_rows, bool)
+        for rid, *_ in parts:
+            alive[rid] = True
+    # every coefficient at every live binding, as PSL evaluates them (a division by |X| = 0 is an error)
+    cvals = [np.broadcast_to(np.asarray(c.evaluate(counts), float), (n_rows,)) for c, _ in rule.terms]
     const = np.broadcast_to(np.asarray(rule.constant.evaluate(counts), float), (n_rows,)).copy()
-    return rows[order], var[order], val[order], free[order], coef[order], const
+    _check_finite(rule, np.concatenate([c[alive] for c in cvals]) if cvals else np.zeros(0), const[alive])
+    rows = np.concatenate([p[0] for p in parts])
+    var = np.concatenate([p[1] for p in parts])
+    val = np.concatenate([p[2] for p in parts])
+    free = np.concatenate([p[3] for p in parts])
+    coef = np.concatenate([cvals[k][p[0]] for k, p in enumerate(parts)])
+    order = np.argsort(rows, kind="stable")
+    return rows[order], var[order], val[order], free[order], coef[order], const, alive
 
 
 def _assemble_dense(rule, var, val, free, coef, const, sense, pairs) -> RuleGrounding:
@@ -503,11 +726,12 @@ def _single_atom_trivial(n_atoms, fmax, sense):
     return (n_atoms == 1) & (fmax <= _TOL)
 
 
-def _decide(rule, sense, e0, fmin, fmax, n_free, trivial):
+def _decide(rule, sense, e0, fmin, fmax, n_free, trivial, alive=None):
     """Which ground rules to keep, the distance of those without free atoms, and the infeasible ones dropped.
 
     ``trivial`` marks the groundings PSL drops as satisfied whatever the free atoms' values; a grounding
-    without free atoms is dropped too (its distance goes into the returned offset). A hard grounding that
+    without free atoms is dropped too (its distance goes into the returned offset). Groundings that are
+    not ``alive`` (every atom filtered out) do not exist: neither kept, nor counted. A hard grounding that
     no value in the box satisfies raises when it has free atoms; without free atoms the observed values
     alone break it, and it is dropped as PSL drops it (counted, with one example, for the caller's
     warning or, with ``strict``, its error).
@@ -521,8 +745,12 @@ def _decide(rule, sense, e0, fmin, fmax, n_free, trivial):
     """
     offset = 0.0
     n_infeasible, example = 0, ""
+    if alive is not None:
+        trivial = trivial | ~alive
     if rule.hard:
         infeasible = (fmin > _TOL) | ((fmax < -_TOL) if sense == "==" else False)
+        if alive is not None:
+            infeasible &= alive
         with_free = infeasible & (n_free > 0)
         if np.any(with_free):
             r = int(np.flatnonzero(with_free)[0])
@@ -546,11 +774,12 @@ def _decide(rule, sense, e0, fmin, fmax, n_free, trivial):
     return (n_free > 0) & ~trivial, offset, n_infeasible, example
 
 
-def _assemble(rule, *, rows, var, val, free, coef, const, sense, n_variables) -> RuleGrounding:
+def _assemble(rule, *, rows, var, val, free, coef, const, sense, n_variables, alive=None) -> RuleGrounding:
     """Turn per-entry arrays of the groundings of an arithmetic rule into the CSR rows of the kept ones.
 
     ``rows`` (nnz,) is sorted; ``var`` is -1 for atoms without a variable (closed or missing), whose
-    ``coef * val`` goes into the constant. Entries of one variable in one row are merged.
+    ``coef * val`` goes into the constant. Entries of one variable in one row are merged. ``alive``
+    (optional, shape (m,)) marks the groundings that exist (see :func:`_summation_entries`).
     """
     n_rows = const.size
     has_var = var >= 0
@@ -576,7 +805,7 @@ def _assemble(rule, *, rows, var, val, free, coef, const, sense, n_variables) ->
     fmin = e0 + np.bincount(rows[free], weights=np.minimum(coef[free], 0.0), minlength=n_rows)
     n_free = np.bincount(rows[free], minlength=n_rows)
     keep, offset, n_infeasible, example = _decide(
-        rule, sense, e0, fmin, fmax, n_free, _single_atom_trivial(n_atoms, fmax, sense)
+        rule, sense, e0, fmin, fmax, n_free, _single_atom_trivial(n_atoms, fmax, sense), alive
     )
     lengths = np.bincount(rows, minlength=n_rows)
     entry_keep = keep[rows]

@@ -22,7 +22,7 @@ import numpy as np
 from ..hlmrf import HLMRF, MPEResult, solve
 from .config import MAX_NESTING, read_text, rule_depth
 from .data import excerpt, load_source, short_repr
-from .grounding import Predicate, check_rule, ground_rule
+from .grounding import MISSING_ATOMS, Predicate, check_rule, ground_rule
 from .parser import ArithmeticRule, Comparison, Constant, LogicalRule, parse_rule, parse_rules, strip_comments
 
 __all__ = ["GroundModel", "MAX_ARITY", "Model", "PARTITIONS"]
@@ -194,6 +194,12 @@ class Model:
         is dropped, as PSL drops every ground rule without an open atom, with one warning per rule (the
         count and an example) and the count in :attr:`GroundModel.n_infeasible_dropped`; ``strict=True``
         makes it an error instead.
+    missing_atoms : {"error", "drop", "zero"}, default "error"
+        A ground rule that uses an atom of an open predicate that is neither observed nor a target
+        (and that no observed literal already satisfies): ``"error"`` is a ``ValueError`` naming the
+        atom and the rule, as PSL 2.4 stops (its ``pam.throw``, true by default); ``"drop"`` leaves such
+        ground rules out with one warning per rule (PSL's ``pam.throw = false``); ``"zero"`` treats the
+        atom as 0, as if observed.
 
     Attributes
     ----------
@@ -230,12 +236,17 @@ class Model:
     {'C': 0.35, 'L': 0.65}
     """
 
-    def __init__(self, *, database=None, strict: bool = False) -> None:
+    def __init__(self, *, database=None, strict: bool = False, missing_atoms: str = "error") -> None:
         import duckdb
 
         if not isinstance(strict, bool):
             raise TypeError(f"`strict` must be True or False; got {short_repr(strict)}.")
         self.strict = strict
+        if missing_atoms not in MISSING_ATOMS:
+            raise ValueError(
+                f"`missing_atoms` must be one of {', '.join(MISSING_ATOMS)}; got {short_repr(missing_atoms)}."
+            )
+        self.missing_atoms = missing_atoms
 
         if database is not None and not isinstance(database, (str, os.PathLike)):
             raise TypeError(f"`database` must be None or a file path; got {type(database).__name__}.")
@@ -524,9 +535,19 @@ class Model:
             rule_offset = 0.0
             # grounded at weight 1: the offset per unit of weight, so that new weights need no regrounding
             unit = rule if rule.hard else replace(rule, weight=1.0)
-            for block in ground_rule(self._con, unit, self._preds, n, strict=self.strict):
+            for block in ground_rule(
+                self._con, unit, self._preds, n, strict=self.strict, missing_atoms=self.missing_atoms
+            ):
                 m = block.constants.size
                 rule_offset += block.offset
+                if block.n_missing and self.missing_atoms == "drop":
+                    warnings.warn(
+                        f"PSL rule {rule.text!r}: dropped {block.n_missing} ground rule(s) that use an atom of an open "
+                        f"predicate that is neither observed nor a target, e.g. {block.missing_example} "
+                        "(missing_atoms='drop', PSL's pam.throw = false).",
+                        UserWarning,
+                        stacklevel=2,
+                    )
                 if block.n_infeasible:
                     n_dropped += block.n_infeasible
                     warnings.warn(
@@ -757,18 +778,26 @@ class Model:
 
     # ------------------------------------------------------------------ files
     @classmethod
-    def from_json(cls, path, *, split: str = "infer", database=None, strict: bool = False) -> Model:
+    def from_json(
+        cls, path, *, split: str = "infer", database=None, strict: bool = False, missing_atoms: str | None = None
+    ) -> Model:
         """Build a model from a PSL 2.4 JSON configuration (see :mod:`tractable.psl.config`)."""
         from .config import model_from_json
 
-        return model_from_json(cls, path, split=split, database=database, strict=strict)
+        return model_from_json(
+            cls, path, split=split, database=database, strict=strict, missing_atoms=missing_atoms
+        )
 
     @classmethod
-    def from_data_file(cls, psl_path, data_path, *, database=None, strict: bool = False) -> Model:
+    def from_data_file(
+        cls, psl_path, data_path, *, database=None, strict: bool = False, missing_atoms: str = "error"
+    ) -> Model:
         """Build a model from PSL 2.0-2.3 CLI files: a ``.psl`` rule file and a ``.data`` file."""
         from .config import model_from_data_file
 
-        return model_from_data_file(cls, psl_path, data_path, database=database, strict=strict)
+        return model_from_data_file(
+            cls, psl_path, data_path, database=database, strict=strict, missing_atoms=missing_atoms
+        )
 
     def close(self) -> None:
         """Close the DuckDB connection."""

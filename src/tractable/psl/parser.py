@@ -10,11 +10,24 @@ The grammar is PSL's (2.0 to 2.4 share it):
   (PSL's non-symmetric predicate: ``A < B`` as strings), with or without parentheses.
 - **arithmetic rules** ``w: 2 * P(A) + Q(A) / 3 <= 1 ^2`` with ``<=``, ``>=``, ``=``; coefficients are
   numbers, ``|X|`` (the number of terms of the summation ``+X``), ``@Max[a, b]`` / ``@Min[a, b]`` and
-  ``+ - * /`` over them; summation variables ``P(A, +C)``. Filter clauses ``{C: ...}`` are rejected
-  with a ``ValueError`` that names them.
+  ``+ - * /`` over them; summation variables ``P(A, +C)``.
+- **filter clauses** after an arithmetic rule (after its ``^2`` or its final ``.``), one per summation
+  variable: ``1: P(A, +B) <= 1 ^2 {B: Q(A, B) & !R(B)}``. A filter is a formula over atoms and term
+  comparisons with ``&``, ``|`` (``&`` binds tighter), parentheses and ``!`` on a single atom or
+  comparison (PSL's grammar negates literals only). Its variables are the clause's summation variable
+  and the rule's other (non-summation) variables. :meth:`Filter.dnf` gives its disjunctive normal form;
+  PSL grounds a rule whose filter is a disjunction as one rule per disjunct (see
+  :meth:`ArithmeticRule.filter_splits` and :mod:`tractable.psl.grounding`).
 
 Arguments of atoms are variables (identifiers) or constants (single- or double-quoted strings).
 A syntax error is a ``ValueError`` giving the rule text, the 1-based column and what was expected.
+
+**Limits on hostile input** (each a ``ValueError`` stating the limit): a rule is at most
+:data:`MAX_RULE_LENGTH` characters long, nests parentheses, brackets, braces, runs of prefix operators
+(``!``, ``~``, unary ``-``) and coefficient operations at most :data:`MAX_NESTING` deep, has at most
+:data:`MAX_RULE_ATOMS` atoms (filter atoms included) and :data:`MAX_RULE_VARIABLES` distinct variables,
+and its filters expand to at most :data:`MAX_FILTER_SPLITS` rules. The parser never recurses deeper than
+a few frames per nesting level, so no input raises ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -23,11 +36,18 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = [
+    "MAX_FILTER_SPLITS",
+    "MAX_NESTING",
+    "MAX_RULE_ATOMS",
+    "MAX_RULE_LENGTH",
+    "MAX_RULE_VARIABLES",
     "Atom",
     "ArithmeticRule",
     "Coefficient",
     "Comparison",
+    "Connective",
     "Constant",
+    "Filter",
     "Literal",
     "LogicalRule",
     "SumVariable",
@@ -35,6 +55,21 @@ __all__ = [
     "parse_rule",
     "parse_rules",
 ]
+
+#: the most characters of one rule (comments and surrounding blank space excluded)
+MAX_RULE_LENGTH = 100_000
+#: the deepest nesting of ``(`` / ``[`` / ``{`` plus a run of prefix operators ``!`` ``~`` ``-`` at any point
+#: of a rule, and the deepest coefficient expression (operations inside operations); a real PSL rule nests
+#: a handful of levels, and the parser uses a few Python frames per level
+MAX_NESTING = 64
+#: the most atoms of one rule, filter atoms included: the grounding query joins them all (DuckDB plans a
+#: join of 128 tables in about a second, of 300 in about 20 s, and refuses about 1000: its expression depth)
+MAX_RULE_ATOMS = 128
+#: the most distinct variables of one rule (each is a column of the grounding query)
+MAX_RULE_VARIABLES = 1024
+#: the most rules that the filter clauses of one rule split into (the product over its filters of the
+#: number of disjuncts of each filter's disjunctive normal form; each is grounded separately)
+MAX_FILTER_SPLITS = 64
 
 
 # ---------------------------------------------------------------------------------------------- terms
@@ -104,18 +139,118 @@ class Comparison:
         return ("!" if self.negated else "") + f"({self.left} {op} {self.right})"
 
 
+@dataclass(frozen=True)
+class Connective:
+    """``&`` or ``|`` (``op``) over two or more filter formulas (``args``): the inner nodes of a filter."""
+
+    op: str
+    args: tuple
+
+    def __str__(self) -> str:
+        return "(" + f" {self.op} ".join(map(str, self.args)) + ")"
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A filter clause ``{X: formula}`` of an arithmetic rule: the terms of the summation ``+X`` kept.
+
+    Attributes
+    ----------
+    variable : str
+        The summation variable ``X`` (written without ``+``).
+    formula : Literal, Comparison or Connective
+        Atoms (possibly negated), term comparisons (possibly negated) and ``&`` / ``|`` over them.
+
+    Notes
+    -----
+    PSL 2.4 (``AbstractArithmeticRule.evalFilter``) evaluates a filter for each summed atom with ``X``
+    replaced by the atom's argument: an atom of the filter is true when its observed value is > 0 (a
+    missing atom is 0), ``!`` negates, ``&`` needs all parts true. Only closed predicates may appear in
+    a filter. A filter whose disjunctive normal form is a disjunction splits the rule into one rule per
+    disjunct (``AbstractArithmeticRule.split``): see :meth:`ArithmeticRule.filter_splits`.
+    """
+
+    variable: str
+    formula: object
+
+    def __str__(self) -> str:
+        return "{" + f"{self.variable}: {self.formula}" + "}"
+
+    def leaves(self) -> list:
+        """The atoms' literals and the comparisons of the formula, in text order."""
+        out, stack = [], [self.formula]
+        while stack:
+            f = stack.pop()
+            if isinstance(f, Connective):
+                stack.extend(reversed(f.args))
+            else:
+                out.append(f)
+        return out
+
+    def atoms(self) -> list[Atom]:
+        return [lit.atom for lit in self.leaves() if isinstance(lit, Literal)]
+
+    def dnf(self, limit: int | None = None) -> tuple:
+        """The disjunctive normal form: a tuple of conjunctions, each a tuple of literals and comparisons.
+
+        Repeated literals of a conjunction and repeated conjunctions (as sets) are merged, as PSL's
+        ``Formula.flatten`` merges them; nothing else is simplified (``Q(B) & !Q(B)`` stays, and keeps no
+        term). ``limit``: raise ``ValueError`` as soon as a part has more conjunctions than this.
+        """
+        return _dnf(self.formula, limit)
+
+
+def _dnf(f, limit):
+    if not isinstance(f, Connective):
+        return ((f,),)
+    parts = [_dnf(a, limit) for a in f.args]
+    if f.op == "|":
+        out = [c for p in parts for c in p]
+    else:
+        out = [()]
+        for p in parts:
+            out = [(*c, *d) for c in out for d in p]
+            if limit is not None and len(out) > limit:
+                raise _TooManySplits(len(out))
+    seen, uniq = set(), []
+    for c in out:
+        c = tuple(dict.fromkeys(c))  # repeated literals merged, order kept
+        key = frozenset(c)
+        if key not in seen:
+            seen.add(key)
+            uniq.append(c)
+    if limit is not None and len(uniq) > limit:
+        raise _TooManySplits(len(uniq))
+    return tuple(uniq)
+
+
+class _TooManySplits(ValueError):
+    """A filter's normal form passed the limit of :meth:`Filter.dnf` (the parser words it for the rule)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(f"the filter's disjunctive normal form has {n} or more conjunctions, past the limit")
+        self.n = n
+
+
 # ---------------------------------------------------------------------------------------------- coefficients
 @dataclass(frozen=True)
 class Coefficient:
     """A coefficient expression of an arithmetic rule.
 
     ``kind`` is ``"num"`` (``value``), ``"card"`` (``|name|``, ``value`` the summation variable's name)
-    or an operator ``"+" "-" "*" "/" "max" "min"`` over ``args``.
+    or an operator over ``args``: ``"+"`` and ``"*"`` over two or more arguments (evaluated left to
+    right, so ``a + b + c`` is one node and long sums stay shallow), ``"-"`` over one (negation) or two,
+    ``"/"``, ``"max"`` and ``"min"`` over two.
     """
 
     kind: str
     value: object = None
     args: tuple = ()
+
+    def __post_init__(self) -> None:
+        # operations nested in this one (0 for a number or |X|), for the parser's limit (MAX_NESTING); not a
+        # dataclass field, so not compared
+        object.__setattr__(self, "_depth", 1 + max(a._depth for a in self.args) if self.args else 0)
 
     @staticmethod
     def number(v: float) -> Coefficient:
@@ -139,12 +274,13 @@ class Coefficient:
         if self.kind == "card":
             return counts[self.value]
         a = [x.evaluate(counts) for x in self.args]
-        if self.kind == "+":
-            return a[0] + a[1]
+        if self.kind in ("+", "*"):
+            out = a[0]
+            for x in a[1:]:
+                out = out + x if self.kind == "+" else out * x
+            return out
         if self.kind == "-":
             return a[0] - a[1] if len(a) == 2 else -a[0]
-        if self.kind == "*":
-            return a[0] * a[1]
         if self.kind == "/":
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.true_divide(a[0], a[1])
@@ -161,14 +297,43 @@ class Coefficient:
             return f"@{self.kind.title()}[{self.args[0]}, {self.args[1]}]"
         if self.kind == "-" and len(self.args) == 1:
             return f"-({self.args[0]})"
-        return f"({self.args[0]} {self.kind} {self.args[1]})"
+        return "(" + f" {self.kind} ".join(map(str, self.args)) + ")"
+
+
+_FOLD = {
+    "+": lambda x, y: x + y,
+    "-": lambda x, y: x - y,
+    "*": lambda x, y: x * y,
+    "/": lambda x, y: x / y,
+    "max": max,
+    "min": min,
+}
+
+
+def _combine(op: str, a: Coefficient, b: Coefficient) -> Coefficient:
+    """``a op b``: numbers folded (as float64, like :meth:`Coefficient.evaluate`), ``+`` and ``*`` chains
+    kept as one node over their operands in order (``(a + b) + c`` is ``a + b + c``), so that a long
+    sum or product is one level deep. ``x / 0`` is not folded: grounding reports it."""
+    if a.kind == "num" and b.kind == "num" and not (op == "/" and b.value == 0.0):
+        return Coefficient.number(_FOLD[op](a.value, b.value))
+    if op in ("+", "*"):
+        left = a.args if a.kind == op else (a,)
+        return Coefficient(op, args=(*left, b))
+    if op == "-":  # a - b is a + (-b) exactly
+        left = a.args if a.kind == "+" else (a,)
+        return Coefficient("+", args=(*left, _scale(b, -1.0)))
+    return Coefficient(op, args=(a, b))
 
 
 def _scale(c: Coefficient, s: float) -> Coefficient:
+    """``s * c`` for ``s`` = +1 or -1 (a side of the relation, a sign before a group): exact in any order,
+    so a negation of a negation cancels and nested signs add no depth."""
     if s == 1.0:
         return c
     if c.kind == "num":
         return Coefficient.number(c.value * s)
+    if s == -1.0:
+        return c.args[0] if c.kind == "-" and len(c.args) == 1 else Coefficient("-", args=(c,))
     return Coefficient("*", args=(Coefficient.number(s), c))
 
 
@@ -218,6 +383,10 @@ class ArithmeticRule:
     constant : Coefficient
         Left-hand constants minus right-hand ones.
     sense : {"<=", ">=", "="}
+    sum_variables : tuple of str
+        The summation variables, in order of appearance.
+    filters : tuple of Filter
+        The filter clauses, in text order (at most one per summation variable).
     """
 
     text: str
@@ -227,13 +396,33 @@ class ArithmeticRule:
     constant: Coefficient
     sense: str
     sum_variables: tuple = field(default=())
+    filters: tuple = field(default=())
 
     @property
     def hard(self) -> bool:
         return self.weight is None
 
     def atoms(self) -> list[Atom]:
+        """The atoms of the expression (filter atoms are :meth:`filter_atoms`)."""
         return [a for _, a in self.terms]
+
+    def filter_atoms(self) -> list[Atom]:
+        """The atoms of the filter clauses."""
+        return [a for f in self.filters for a in f.atoms()]
+
+    def filter_splits(self) -> list[dict]:
+        """The rules that PSL grounds for this one, as their filters: a list of ``{variable: conjunction}``.
+
+        Each filter is put in disjunctive normal form; a filter with several disjuncts splits the rule
+        into one rule per disjunct, and several such filters into the product of their disjuncts, as
+        PSL 2.4's ``AbstractArithmeticRule.split`` does (PSL's ``Model.addRule`` adds the split rules
+        instead of the written one). A conjunction is a tuple of literals and comparisons, all of which
+        must hold for a summed atom to be kept. A rule without filters gives ``[{}]``.
+        """
+        out = [{}]
+        for f in self.filters:
+            out = [{**d, f.variable: c} for d in out for c in f.dnf(MAX_FILTER_SPLITS)]
+        return out
 
 
 # ---------------------------------------------------------------------------------------------- tokens
@@ -277,8 +466,10 @@ def _syntax(text: str, pos: int, expected: str, got: str) -> ValueError:
     line_start = text.rfind("\n", 0, pos) + 1
     line_end = text.find("\n", pos)
     line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
+    if len(got) > _EXCERPT:
+        got = got[:_EXCERPT] + "..."
     return ValueError(
-        f"PSL syntax error in rule {line!r} at column {pos - line_start + 1}: expected {expected}, got {got}."
+        f"PSL syntax error in rule {_excerpt(line)} at column {pos - line_start + 1}: expected {expected}, got {got}."
     )
 
 
@@ -297,6 +488,33 @@ class _Parser:
         self.text = text
         self.toks = _tokenize(text)
         self.i = 0
+        self.depth = 0  # nesting of the construct being parsed (MAX_NESTING)
+        self.rule_start = 0
+
+    def enter(self, tok: _Tok) -> None:
+        """One level deeper (a group, a prefix operator, @Max/@Min): refused past MAX_NESTING, long before
+        Python's recursion limit (the parser uses at most three frames per level)."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self._too_deep(tok, "parentheses, brackets, braces, '!' / '~' / '-' prefixes and @Max/@Min count")
+
+    def leave(self) -> None:
+        self.depth -= 1
+
+    def _too_deep(self, tok: _Tok, what: str):
+        line_start = self.text.rfind("\n", 0, tok.pos) + 1
+        raise ValueError(
+            f"PSL rule {_excerpt(self._rest(self.rule_start))}: nested more than MAX_NESTING = {MAX_NESTING} levels "
+            f"deep at column {tok.pos - line_start + 1} ({what}); a rule nests at most {MAX_NESTING} levels."
+        )
+
+    def combine(self, op: str, a: Coefficient, b: Coefficient, tok: _Tok) -> Coefficient:
+        """:func:`_combine`, refusing a coefficient whose operations nest deeper than MAX_NESTING (chains of
+        ``+`` or of ``*`` are one level; each ``/``, and each ``*`` after a ``/``, nests one more)."""
+        c = _combine(op, a, b)
+        if c._depth > MAX_NESTING:
+            self._too_deep(tok, "a coefficient's operations: @Max/@Min and alternating '*' and '/' nest")
+        return c
 
     # -- helpers
     @property
@@ -326,6 +544,7 @@ class _Parser:
     # -- rules
     def rule(self):
         start = self.tok.pos
+        self.rule_start, self.depth = start, 0
         weight = None
         if self.tok.kind == "number" and self.peek().kind == "op" and self.peek().text == ":":
             weight = float(self.take().text)
@@ -341,6 +560,7 @@ class _Parser:
             r = self.arithmetic_rule(start, weight)
         else:
             r = self.logical_rule(start, weight)
+        _check_size(r)
         return r
 
     def _rest(self, start: int) -> str:
@@ -391,10 +611,6 @@ class _Parser:
             if self.at("^"):
                 self.fail("'.' (a hard rule has no exponent)")
             self.expect(".", "'.' at the end of a hard rule (or a weight 'w:' in front of a weighted one)")
-        if self.at("{"):
-            raise ValueError(
-                f"PSL rule {self.text[start : self.tok.pos].strip()!r}: filter clauses {{...}} are not supported."
-            )
         return squared
 
     def logical_rule(self, start: int, weight) -> LogicalRule:
@@ -414,8 +630,17 @@ class _Parser:
         if head[1] == "&":
             self._fail_at(head[2], "'|' (the head of a rule is a disjunction)", "'&'")
         squared = self._finish(start, weight)
-        text = self.text[start : self.toks[self.i - 1].pos + len(self.toks[self.i - 1].text)].strip()
-        return LogicalRule(text, weight, squared, tuple(body[0]), tuple(head[0]))
+        if self.at("{"):
+            self.fail(
+                "the end of the rule (filter clauses {X: ...} select the terms of a summation +X: only arithmetic "
+                "rules have them)"
+            )
+        return LogicalRule(self._text(start), weight, squared, tuple(body[0]), tuple(head[0]))
+
+    def _text(self, start: int) -> str:
+        """The rule's text, from ``start`` to the end of the last token taken."""
+        last = self.toks[self.i - 1]
+        return self.text[start : last.pos + len(last.text)].strip()
 
     def _fail_at(self, pos: int, expected: str, got: str):
         raise _syntax(self.text, pos, expected, got)
@@ -438,23 +663,23 @@ class _Parser:
     def logical_value(self) -> list:
         """One literal, or a parenthesized conjunction / disjunction (flattened)."""
         if self.at("!", "~"):
-            self.take()
+            self.enter(self.take())
             inner = self.logical_value()
             if len(inner) != 1:
                 self.fail("a literal after '!' (a group of literals cannot be negated)")
+            self.leave()
             return [_negate(inner[0])]
         if self.at("("):
             # a parenthesized comparison (A != B), literal or group
-            save = self.i
-            self.take()
+            self.enter(self.take())
             if self._term_start() and self.peek().kind == "op" and self.peek().text in _COMPARE:
                 cmp = self.comparison()
                 self.expect(")")
+                self.leave()
                 return [cmp]
-            self.i = save
-            self.take()
             lits, _, _ = self.disjunction_or_conjunction()
             self.expect(")", "')'")
+            self.leave()
             return lits
         if self.tok.kind == "ident" and self.peek().text == "(":
             return [Literal(self.atom(summation=False))]
@@ -506,26 +731,96 @@ class _Parser:
         sense = self.take().text
         rhs = self.linear()
         squared = self._finish(start, weight)
-        text = self.text[start : self.toks[self.i - 1].pos + len(self.toks[self.i - 1].text)].strip()
+        filters = []
+        while self.at("{"):
+            filters.append(self.filter_clause())
+        text = self._text(start)
         terms = [(c, a) for c, a in lhs if a is not None] + [(_scale(c, -1.0), a) for c, a in rhs if a is not None]
         consts = [c for c, a in lhs if a is None] + [_scale(c, -1.0) for c, a in rhs if a is None]
         constant = Coefficient.number(0.0)
-        for c in consts:
-            constant = c if constant == Coefficient.number(0.0) else Coefficient("+", args=(constant, c))
+        for k, c in enumerate(consts):  # left to right, as written
+            constant = c if k == 0 else _combine("+", constant, c)
         if not terms:
-            raise ValueError(f"PSL rule {text!r}: an arithmetic rule needs at least one atom.")
+            raise ValueError(f"PSL rule {_excerpt(text)}: an arithmetic rule needs at least one atom.")
         sum_vars = []
         for _, a in terms:
-            for arg in a.args:
-                if isinstance(arg, SumVariable) and arg.name not in sum_vars:
-                    sum_vars.append(arg.name)
+            own = [arg.name for arg in a.args if isinstance(arg, SumVariable)]
+            if len(set(own)) < len(own):
+                v = next(x for x in own if own.count(x) > 1)
+                raise ValueError(
+                    f"PSL rule {_excerpt(text)}: +{v} appears twice in {a}; a summation variable sums over one "
+                    "argument (PSL 2.4 refuses it too)."
+                )
+            for name in own:
+                if name not in sum_vars:
+                    sum_vars.append(name)
         used = set().union(*(c.cardinalities() for c, _ in terms), constant.cardinalities())
         unknown = sorted(used - set(sum_vars))
         if unknown:
             raise ValueError(
-                f"PSL rule {text!r}: |{unknown[0]}| names no summation variable (write +{unknown[0]} in an atom)."
+                f"PSL rule {_excerpt(text)}: |{unknown[0]}| names no summation variable (write +{unknown[0]} in an "
+                "atom)."
             )
-        return ArithmeticRule(text, weight, squared, tuple(terms), constant, sense, tuple(sum_vars))
+        rule = ArithmeticRule(text, weight, squared, tuple(terms), constant, sense, tuple(sum_vars), tuple(filters))
+        _check_filters(rule)
+        return rule
+
+    # -- filter clauses
+    def filter_clause(self) -> Filter:
+        """``{X: formula}``."""
+        self.enter(self.take())
+        if self.at("+") and self.peek().kind == "ident":
+            self.fail("the summation variable's name without '+' (a filter clause is {X: formula})")
+        if self.tok.kind != "ident":
+            self.fail("a summation variable's name after '{' (a filter clause is {X: formula})")
+        name = self.take().text
+        self.expect(":", "':' after the filter clause's variable")
+        formula = self.filter_or()
+        self.expect("}", "'}' closing the filter clause (or '&', '|')")
+        self.leave()
+        return Filter(name, formula)
+
+    def filter_or(self):
+        """Conjunctions joined by ``|`` (``&`` binds tighter, as in PSL's grammar)."""
+        items = [self.filter_and()]
+        while self.at("|", "||"):
+            self.take()
+            items.append(self.filter_and())
+        return items[0] if len(items) == 1 else Connective("|", tuple(items))
+
+    def filter_and(self):
+        items = [self.filter_value()]
+        while self.at("&", "&&"):
+            self.take()
+            items.append(self.filter_value())
+        return items[0] if len(items) == 1 else Connective("&", tuple(items))
+
+    def filter_value(self):
+        """An atom, a comparison, ``!`` before one of them, or a parenthesized formula."""
+        if self.at("!", "~"):
+            neg = self.take()
+            self.enter(neg)
+            inner = self.filter_value()
+            self.leave()
+            if isinstance(inner, Connective):
+                self._fail_at(
+                    neg.pos,
+                    "an atom or a comparison after '!' (PSL's grammar negates single literals; write !(a & b) "
+                    "as !a | !b and !(a | b) as !a & !b)",
+                    "a group",
+                )
+            return _negate(inner)
+        if self.at("("):
+            self.enter(self.take())
+            inner = self.filter_or()
+            self.expect(")", "')' (or '&', '|')")
+            self.leave()
+            return inner
+        if self.tok.kind == "ident" and self.peek().text == "(":
+            return Literal(self.atom(summation=False))
+        if self._term_start():
+            return self.comparison()
+        self.fail("a filter literal: an atom P(A, ...), a comparison such as A != B, '!' or '('")
 
     def linear(self) -> list:
         """``operand ((+|-) operand)*`` as a list of (Coefficient, Atom or None)."""
@@ -537,12 +832,15 @@ class _Parser:
 
     def linear_operand(self, sign: float) -> list:
         if self.at("-"):
-            self.take()
-            return self.linear_operand(-sign)
+            self.enter(self.take())
+            out = self.linear_operand(-sign)
+            self.leave()
+            return out
         if self.at("(") and self._paren_has_atom():
-            self.take()
+            self.enter(self.take())
             inner = self.linear()
             self.expect(")")
+            self.leave()
             return [(_scale(c, sign), a) for c, a in inner]
         coef = Coefficient.number(1.0)
         if not self._atom_after(0):
@@ -553,8 +851,8 @@ class _Parser:
                 return [(_scale(coef, sign), None)]
         atom = self.coef_atom()
         if self.at("/"):
-            self.take()
-            coef = Coefficient("/", args=(coef, self.coef_factor()))
+            tok = self.take()
+            coef = self.combine("/", coef, self.coef_factor(), tok)
         return [(_scale(coef, sign), atom)]
 
     def _atom_after(self, k: int) -> bool:
@@ -582,9 +880,10 @@ class _Parser:
 
     def coef_atom(self) -> Atom:
         if self.at("("):
-            self.take()
+            self.enter(self.take())
             a = self.coef_atom()
             self.expect(")")
+            self.leave()
             return a
         if not (self.tok.kind == "ident" and self.peek().text == "("):
             self.fail("an atom P(A, ...)")
@@ -594,16 +893,16 @@ class _Parser:
         """A full coefficient expression (inside parentheses or @Max/@Min): sums of products."""
         c = self.coef_term()
         while self.at("+", "-"):
-            op = self.take().text
-            c = Coefficient(op, args=(c, self.coef_term()))
+            tok = self.take()
+            c = self.combine(tok.text, c, self.coef_term(), tok)
         return c
 
     def coef_term(self) -> Coefficient:
         """Products and quotients of coefficient factors; a '*' followed by an atom ends it."""
         c = self.coef_factor()
         while self.at("*", "/") and not (self.at("*") and self._atom_after(1)):
-            op = self.take().text
-            c = Coefficient(op, args=(c, self.coef_factor()))
+            tok = self.take()
+            c = self.combine(tok.text, c, self.coef_factor(), tok)
         return c
 
     def coef_factor(self) -> Coefficient:
@@ -625,18 +924,20 @@ class _Parser:
             name = t.text.lower()
             if name not in ("@max", "@min"):
                 self.fail("@Max or @Min")
-            self.take()
+            self.enter(self.take())
             close = "]" if self.at("[") else ")"
             self.expect("[" if close == "]" else "(", "'[' after " + t.text)
             a = self.coef_expr()
             self.expect(",")
             b = self.coef_expr()
             self.expect(close)
-            return Coefficient(name[1:], args=(a, b))
+            self.leave()
+            return self.combine(name[1:], a, b, t)
         if self.at("("):
-            self.take()
+            self.enter(self.take())
             c = self.coef_expr()
             self.expect(")")
+            self.leave()
             return c
         self.fail("a coefficient: a number, |X|, @Max[...] or @Min[...]")
 
@@ -645,6 +946,105 @@ def _negate(lit):
     if isinstance(lit, Literal):
         return Literal(lit.atom, not lit.negated)
     return Comparison(lit.op, lit.left, lit.right, not lit.negated)
+
+
+#: rule text quoted in error messages is cut to about this many characters
+_EXCERPT = 200
+
+
+def _excerpt(text: str, limit: int = _EXCERPT) -> str:
+    """``repr(text)`` for an error message, cut to about ``limit`` characters (``...`` marks a cut)."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + "..."
+
+
+def _variables(rule) -> set:
+    """Every variable name of a rule (summation variables, comparisons and filters included)."""
+    if isinstance(rule, LogicalRule):
+        items = [*rule.body, *rule.head]
+    else:
+        items = [a for _, a in rule.terms] + [x for f in rule.filters for x in f.leaves()]
+    names = set()
+    for x in items:
+        if isinstance(x, Literal):
+            terms = x.atom.args
+        elif isinstance(x, Comparison):
+            terms = (x.left, x.right)
+        else:
+            terms = x.args
+        names.update(t.name for t in terms if isinstance(t, (Variable, SumVariable)))
+    return names
+
+
+def _check_size(rule) -> None:
+    """A parsed rule within MAX_RULE_LENGTH, MAX_RULE_ATOMS and MAX_RULE_VARIABLES."""
+    if len(rule.text) > MAX_RULE_LENGTH:
+        raise ValueError(
+            f"PSL rule {_excerpt(rule.text)}: {len(rule.text)} characters long; a rule has at most MAX_RULE_LENGTH "
+            f"= {MAX_RULE_LENGTH}."
+        )
+    n_atoms = len(rule.atoms()) + (len(rule.filter_atoms()) if isinstance(rule, ArithmeticRule) else 0)
+    if n_atoms > MAX_RULE_ATOMS:
+        raise ValueError(
+            f"PSL rule {_excerpt(rule.text)}: {n_atoms} atoms; a rule has at most MAX_RULE_ATOMS = {MAX_RULE_ATOMS} "
+            "(filter atoms included: its grounding query joins them all)."
+        )
+    n_vars = len(_variables(rule))
+    if n_vars > MAX_RULE_VARIABLES:
+        raise ValueError(
+            f"PSL rule {_excerpt(rule.text)}: {n_vars} distinct variables; a rule has at most MAX_RULE_VARIABLES = "
+            f"{MAX_RULE_VARIABLES}."
+        )
+
+
+def _check_filters(rule: ArithmeticRule) -> None:
+    """PSL's checks of filter clauses (``AbstractArithmeticRule.validateRule``), one clause per variable, and
+    the number of rules the filters split into."""
+    text = _excerpt(rule.text)
+    plain = sorted({t.name for _, a in rule.terms for t in a.args if isinstance(t, Variable)})
+    seen = set()
+    for f in rule.filters:
+        if f.variable not in rule.sum_variables:
+            raise ValueError(
+                f"PSL rule {text}: the filter clause {{{f.variable}: ...}} names {f.variable}, which is not a "
+                f"summation variable of the rule (summation variables: "
+                f"{', '.join('+' + v for v in rule.sum_variables) or 'none'}); a filter selects the terms of a "
+                f"summation +{f.variable}."
+            )
+        if f.variable in seen:
+            raise ValueError(
+                f"PSL rule {text}: two filter clauses for +{f.variable}; write one, joining their formulas with '&' "
+                "(PSL 2.4 would silently keep only the last one)."
+            )
+        seen.add(f.variable)
+        for name in sorted(_variables_of(f) - {f.variable} - set(plain)):
+            kind = "another summation variable" if name in rule.sum_variables else "not in the rule's expression"
+            raise ValueError(
+                f"PSL rule {text}: the filter clause {{{f.variable}: ...}} uses the variable {name}, which is {kind}; "
+                f"a filter may use its own variable {f.variable} and the rule's other variables "
+                f"({', '.join(plain) or 'none'})."
+            )
+    n = 1
+    for f in rule.filters:
+        try:
+            n *= len(f.dnf(MAX_FILTER_SPLITS))
+        except _TooManySplits as err:
+            n *= err.n
+        if n > MAX_FILTER_SPLITS:
+            raise ValueError(
+                f"PSL rule {text}: its filter clauses split it into more than MAX_FILTER_SPLITS = {MAX_FILTER_SPLITS} "
+                "rules (PSL grounds one rule per disjunct of each filter's disjunctive normal form, and the "
+                "product over filters); write fewer '|' alternatives."
+            )
+
+
+def _variables_of(f: Filter) -> set:
+    names = set()
+    for x in f.leaves():
+        terms = x.atom.args if isinstance(x, Literal) else (x.left, x.right)
+        names.update(t.name for t in terms if isinstance(t, Variable))
+    return names
 
 
 def parse_rule(text: str):
@@ -662,10 +1062,18 @@ def parse_rule(text: str):
     Raises
     ------
     ValueError
-        A syntax error (the rule text, the column and what was expected) or an unsupported construct.
+        A syntax error (the rule text, the column and what was expected), an invalid filter clause, or a
+        rule past one of the limits (:data:`MAX_RULE_LENGTH`, :data:`MAX_NESTING`, :data:`MAX_RULE_ATOMS`,
+        :data:`MAX_RULE_VARIABLES`, :data:`MAX_FILTER_SPLITS`), naming the limit.
     """
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a string (a PSL rule); got {type(text).__name__}.")
+    body = strip_comments(text).strip()
+    if len(body) > MAX_RULE_LENGTH:  # refused before tokenizing
+        raise ValueError(
+            f"PSL rule {_excerpt(body)}: {len(body)} characters long; a rule has at most MAX_RULE_LENGTH = "
+            f"{MAX_RULE_LENGTH}."
+        )
     rules = parse_rules(text)
     if len(rules) != 1:
         if not rules:
@@ -680,6 +1088,11 @@ def parse_rules(text: str) -> list:
     Returns
     -------
     list of LogicalRule or ArithmeticRule
+
+    Raises
+    ------
+    ValueError
+        As :func:`parse_rule`, for the first rule in error.
     """
     text = strip_comments(text)
     p = _Parser(text)
