@@ -315,3 +315,35 @@ def test_lost_worker_is_named(client):
         killer.join()
     assert time.perf_counter() - t0 < 60
     client.wait_for_workers(2, timeout=60)  # the nanny restarts it, for whatever runs next
+
+
+def test_psl_program_on_the_cluster_gives_the_answer_of_one_process(client):
+    """``psl.Model.infer(client=...)``: the ground program solved on the workers, to the same certified optimum."""
+    import warnings
+
+    import pandas as pd
+
+    from tractable.psl import Model
+
+    m = Model()
+    m.add_predicate("Link", 2, closed=True)
+    m.add_predicate("Lab", 2)
+    m.add_rule("1: Link(A, B) & Lab(A, C) -> Lab(B, C) ^2")
+    m.add_rule("Lab(A, +C) = 1 .")
+    m.add_rule("0.1: !Lab(A, C) ^2")
+    rng = np.random.default_rng(0)
+    nodes = [f"n{i}" for i in range(30)]
+    links = [(a, b) for a in nodes for b in nodes if a != b and rng.random() < 0.1]
+    m.add_data("Link", "observations", pd.DataFrame(links))
+    m.add_data("Lab", "observations", pd.DataFrame([(n, c, float(c == "x")) for n in nodes[:10] for c in "xy"]))
+    m.add_data("Lab", "targets", pd.DataFrame([(n, c) for n in nodes[10:] for c in "xy"]))
+    tight = dict(eps_abs=1e-8, eps_rel=1e-8, gap_tol=1e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        local, r1 = m.infer(**tight)
+        remote, r2 = m.infer(client=client, **tight)
+    assert r1.converged and r2.converged
+    assert abs(r1.objective - r2.objective) <= 1e-6 * max(1.0, abs(r1.objective))
+    np.testing.assert_allclose(remote["Lab"]["value"], local["Lab"]["value"], atol=1e-4)
+    with pytest.raises(ValueError, match="`client` runs consensus ADMM"):
+        m.infer(client=client, method="highs")

@@ -603,11 +603,15 @@ class Model:
         return self._ground
 
     # ------------------------------------------------------------------ inference
-    def infer(self, **solve_options) -> tuple[dict, MPEResult]:
+    def infer(self, *, client=None, **solve_options) -> tuple[dict, MPEResult]:
         """Ground (if needed) and find the MPE assignment of the targets.
 
         Parameters
         ----------
+        client : dask.distributed.Client, optional
+            Solve on this Dask cluster: consensus ADMM with the ground program's terms split into one
+            block per worker (:func:`tractable.distributed.solve`), the same certified answer as in one
+            process. ``solve_options`` are then :func:`tractable.distributed.solve`'s.
         **solve_options
             Passed to :func:`tractable.hlmrf.solve` (``method``, ``eps_abs``, ``max_iter``...), over
             :attr:`solve_options` (which apply to ADMM only: ``method="clarabel"`` or ``"highs"`` solves
@@ -627,7 +631,14 @@ class Model:
         method = solve_options.pop("method", "admm")
         # the configuration's options are ADMM's (admmreasoner.*): the exact reference solvers take none
         opts = {**(self.solve_options if method == "admm" else {}), **solve_options}
-        res = solve(g.hlmrf, method=method, **opts)
+        if client is not None:
+            if method != "admm":
+                raise ValueError(f"`client` runs consensus ADMM on the cluster; `method`={method!r} does not apply.")
+            from ..distributed import solve as distributed_solve
+
+            res = distributed_solve(g.hlmrf, client, **opts)
+        else:
+            res = solve(g.hlmrf, method=method, **opts)
         x = np.asarray(res.x)
         strings, parts, used = g._atom_parts
         out = {}
@@ -784,9 +795,7 @@ class Model:
         """Build a model from a PSL 2.4 JSON configuration (see :mod:`tractable.psl.config`)."""
         from .config import model_from_json
 
-        return model_from_json(
-            cls, path, split=split, database=database, strict=strict, missing_atoms=missing_atoms
-        )
+        return model_from_json(cls, path, split=split, database=database, strict=strict, missing_atoms=missing_atoms)
 
     @classmethod
     def from_data_file(
