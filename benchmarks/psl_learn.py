@@ -20,6 +20,9 @@ weights (PSL prints them normalized; both are compared after dividing by their s
 PSL's default learner (StructuredPerceptron) runs on every program, a search learner (``--search``, default
 RandomGridSearch with PSL's 150 locations) on ``--search-programs`` and the real graphs.
 
+**Memory row.** The Python heap's peak (tracemalloc) during 10 and during 100 structured-perceptron steps on one
+ground learn split: the same peak means no per-step growth (the program is grounded once).
+
 Targets (issue: PSL weight learning): for PSL's default learner and at least one search learner, a metric no worse
 than PSL's (within 1 point of accuracy / 0.01 AUC) in at most 0.1x PSL's wall time for learn + infer.
 
@@ -292,6 +295,44 @@ def row(rec, name: str, config: Path, method: str, use_psl: bool, timeout: float
     rec.add(**r)
 
 
+def memory_rows(rec, workdir: Path, quick: bool) -> None:
+    """Learning memory: the Python heap's peak (tracemalloc) during 10 and during 100 steps of the structured
+    perceptron on one ground learn split (``run_full_iterations``: every step runs); equal peaks mean no
+    per-step growth. The program is grounded once, before either run."""
+    import tracemalloc
+
+    from tractable.psl import Model
+
+    scale = 1.0 if quick else SCALES["citeseer"]
+    config = generate("citeseer", workdir / "memory", scale=scale, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = Model.from_json(config, split="learn")
+        g = model.ground()
+        w0 = model.weights
+        model.learn(method="StructuredPerceptron", initial_weights=w0, max_iter=2)  # imports and first calls
+        peaks = {}
+        for steps in (10, 100):
+            tracemalloc.start()
+            res = model.learn(
+                method="StructuredPerceptron",
+                initial_weights=w0,
+                max_iter=steps,
+                run_full_iterations=True,
+            )
+            peaks[steps] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+    rec.add(
+        program=f"citeseer (generated, scale {scale:g}) memory",
+        method="StructuredPerceptron",
+        ground_rules=g.n_potentials + g.n_constraints,
+        steps=res.n_iter,
+        peak_mib_10_steps=peaks[10] / 2**20,
+        peak_mib_100_steps=peaks[100] / 2**20,
+        peak_growth_ratio=peaks[100] / peaks[10],
+    )
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="two small generated programs, scale 1, no real graphs")
@@ -329,6 +370,7 @@ def main(argv=None) -> None:
             methods = args.methods + ([args.search] if args.search and name in args.search_programs else [])
             for method in methods:
                 row(rec, f"{name} (generated, scale {scale:g})", config, method, use_psl, args.timeout, workdir)
+        memory_rows(rec, workdir, args.quick)
         if not (args.quick or args.no_real):
             for name in REAL:
                 config = write_real_program(workdir / "real", name)
