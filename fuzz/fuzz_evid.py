@@ -5,13 +5,11 @@ The first byte picks whether the evidence is read alone or checked against a sma
 evidence read against the model is valid for it (``FactorGraph.check_evidence`` accepts it).
 """
 
-import atheris
+from _target import check_reader, instrument, main, write
 
-with atheris.instrument_imports(include=["tractable"]):
+with instrument():
     from tractable import FactorGraph
     from tractable.io import read_evidence
-
-from _target import check_reader, main, write
 
 MODEL = FactorGraph([2, 3, 2])
 

@@ -3,12 +3,10 @@
 Any input either loads (a list of 1-D float arrays) or raises ``ValueError`` naming the file.
 """
 
-import atheris
+from _target import check_reader, instrument, main, write
 
-with atheris.instrument_imports(include=["tractable"]):
+with instrument():
     from tractable.io import read_mar
-
-from _target import check_reader, main, write
 
 
 def test_one_input(data: bytes) -> None:

@@ -4,12 +4,10 @@ Any input either builds a model or raises ``ValueError`` naming the file; a conf
 data file that does not exist may raise ``OSError`` for that other file (never for the input itself).
 """
 
-import atheris
+from _target import check_reader, instrument, main, write
 
-with atheris.instrument_imports(include=["tractable"]):
+with instrument():
     from tractable.psl import Model
-
-from _target import check_reader, main, write
 
 
 def _load(path):

@@ -4,12 +4,10 @@ The rules may use ``Knows/2`` (closed), ``Likes/2`` and ``Smokes/1`` (open). Any
 rules or raises ``ValueError`` naming the file.
 """
 
-import atheris
+from _target import check_reader, instrument, main, write
 
-with atheris.instrument_imports(include=["tractable"]):
+with instrument():
     from tractable.psl import Model
-
-from _target import check_reader, main, write
 
 MODEL = Model()
 MODEL.add_predicate("Knows", 2, closed=True)

@@ -4,12 +4,10 @@ Any byte string either loads as a :class:`~tractable.FactorGraph` or raises ``Va
 Run by ``make fuzz``, or alone: ``python fuzz/fuzz_uai.py CORPUS_DIR fuzz/seeds/uai -max_total_time=60``.
 """
 
-import atheris
+from _target import check_reader, instrument, main, write
 
-with atheris.instrument_imports(include=["tractable"]):
+with instrument():
     from tractable.io import read_uai
-
-from _target import check_reader, main, write
 
 
 def test_one_input(data: bytes) -> None:

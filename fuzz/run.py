@@ -1,6 +1,9 @@
 """Run every fuzz target for a bounded time and summarize what it found (``make fuzz``).
 
-Each target (``fuzz/fuzz_<name>.py``) is an atheris (libFuzzer) harness of one file reader. This script
+Each target (``fuzz/fuzz_<name>.py``) is an atheris (libFuzzer) harness of one reader (the UAI formats,
+``.npz`` arrays and models, PSL programs, rules, ``.data`` files, data files and evaluator options) or of
+the command line's argument handling (``fuzz_cli.py``). ``tests/test_fuzz_smoke.py`` runs every target
+without atheris on seeded mutations of its seeds, a few seconds in all, as part of ``make test``. This script
 runs them one after the other, each for ``--time`` seconds (``FUZZ_TIME``, default 60), starting from the
 seed files in ``fuzz/seeds/<name>/`` and a corpus kept in ``--out`` (default ``$TMPDIR/tractable-fuzz``,
 so that a second run continues where the first stopped). Inputs that crash a target (an exception other

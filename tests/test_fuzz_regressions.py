@@ -1,21 +1,27 @@
-"""Regression tests for the inputs the fuzzers (``fuzz/``, ``make fuzz``) found to crash a reader.
+"""Regression tests for the inputs the fuzzers (``fuzz/``, ``make fuzz``, ``tests/test_fuzz_smoke.py``) found
+to crash a reader or the command line.
 
 Every file in ``tests/data/fuzz/`` is an input that once made a reader raise something other than the
 ``ValueError`` naming the file that every reader promises (or a ``ValueError`` that did not say which
-file). Its name says which reader (the prefix before the first ``-``) and what went wrong. Each must now
-load, or raise ``ValueError`` naming the file.
+file), or made ``tractable.cli.main`` break its contract. Its name says which reader (the prefix before
+the first ``-``) and what went wrong. Each must now load, or raise ``ValueError`` naming the file; a
+``cli-*.argv`` input (one argument per line, ``@NAME`` a fixture of ``fuzz/fuzz_cli.py``) must pass that
+target's checks (exit status 0, 1, 2 or 130, one error line, no partial file).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from tractable.hlmrf import HLMRF
 from tractable.io import read_evidence, read_map, read_mar, read_uai
+from tractable.io._npz import read_npy, read_npz
 
 DATA = Path(__file__).parent / "data" / "fuzz"
+FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 
 
 def _psl_json(path):
@@ -34,10 +40,28 @@ def _psl_rules(path):
     model.add_rules(path)
 
 
-#: reader of each input, by the prefix of its name (the fuzz target that found it: fuzz/fuzz_<prefix>.py)
+def _psl_datafile(path):
+    from tractable.psl.config import read_data_file
+
+    read_data_file(path)
+
+
+def _cli(path):
+    """Run the command-line target on the argv in ``path`` (it raises if the command line breaks its contract)."""
+    sys.path.insert(0, str(FUZZ))
+    try:
+        import fuzz_cli
+    finally:
+        sys.path.remove(str(FUZZ))
+    fuzz_cli.test_one_input(Path(path).read_bytes())
+
+
+#: reader of each input, by the prefix of its name (the fuzz target that found it: fuzz/fuzz_<prefix>.py;
+#: npz_arrays and npy: the array readers of tractable.io._npz, fuzzed by fuzz/fuzz_npz.py)
 READERS = {
     "uai": read_uai, "evid": read_evidence, "mar": read_mar, "map": read_map, "npz": HLMRF.load,
-    "psl_json": _psl_json, "psl_rules": _psl_rules,
+    "npz_arrays": read_npz, "npy": read_npy, "psl_json": _psl_json, "psl_rules": _psl_rules,
+    "psl_datafile": _psl_datafile, "cli": _cli,
 }  # fmt: skip
 
 

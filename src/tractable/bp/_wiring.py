@@ -48,8 +48,30 @@ class Wiring:
     groups: tuple
 
 
+#: table factors with a finite entry larger in magnitude than this are shifted (see :func:`compile_graph`)
+SHIFT_ABOVE = 2.0**20
+
+
+def _shifted(table: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(table - m, m)`` for ``m`` the largest finite entry when some finite entry exceeds
+    :data:`SHIFT_ABOVE` in magnitude; ``(table, 0.0)`` otherwise. A finite entry more than float64's
+    range below ``m`` becomes ``-inf`` (its weight ``exp(entry - m)`` is 0 in float64 either way)."""
+    finite = np.isfinite(table)
+    if not np.any(finite & (np.abs(table) > SHIFT_ABOVE)):
+        return table, 0.0
+    m = float(np.max(table[finite]))
+    with np.errstate(over="ignore"):
+        return table - m, m
+
+
 def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
-    """Compile ``fg`` (already validated by its construction) into a :class:`Wiring`."""
+    """Compile ``fg`` (already validated by its construction) into a :class:`Wiring`.
+
+    A :class:`~tractable.TableFactor` with finite log-potentials larger in magnitude than
+    :data:`SHIFT_ABOVE` runs shifted by its largest finite entry, which goes into ``constant``: no
+    message sum then overflows (two scores near 1e308 would give ``inf``, then NaN), and a huge reward
+    does not swallow the O(1) differences added to it.
+    """
     card = np.asarray(fg.cardinalities, dtype=np.int64)
     n = card.shape[0]
     width = int(card.max()) if n else 1
@@ -64,9 +86,16 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
         if vars_.shape[0] == 0:
             constant += float(fac.to_table())
             continue
+        if isinstance(fac, TableFactor):
+            table, shift = _shifted(fac.log_table)
+            if shift:
+                constant += shift
+                if vars_.shape[0] > 1:
+                    fac = TableFactor(vars_, table)
         if vars_.shape[0] == 1 and isinstance(fac, TableFactor):
             v = int(vars_[0])
-            prior[v, : card[v]] += fac.log_table
+            with np.errstate(over="ignore", invalid="ignore"):
+                prior[v, : card[v]] += table
             continue
         eids = np.arange(len(edge_var), len(edge_var) + vars_.shape[0], dtype=np.int64)
         edge_var.extend(vars_.tolist())

@@ -315,11 +315,12 @@ def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
     if kind == "sum":
         log_b = total - logsumexp(total, axis=1, keepdims=True)
         mu = beliefs.cavity(np.arange(nu.shape[0]), nu, kind)
-        log_z = wiring.constant + float(logsumexp(total, axis=1).sum())
-        for handler, compiled, _, _ in wiring.groups:
-            log_z += handler.log_partition(compiled, mu)
-        if nu.shape[0]:
-            log_z -= float(logsumexp(mu + nu, axis=1).sum())
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
+            log_z = wiring.constant + float(logsumexp(total, axis=1).sum())
+            for handler, compiled, _, _ in wiring.groups:
+                log_z += handler.log_partition(compiled, mu)
+            if nu.shape[0]:
+                log_z -= float(logsumexp(mu + nu, axis=1).sum())
     else:
         log_b = total - np.max(total, axis=1, keepdims=True)
         log_z = float("nan")
@@ -337,7 +338,14 @@ def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
     card = wiring.cardinalities
     marg = frozen_marginals([b[i, : card[i]] for i in range(card.shape[0])]) if card.size else frozen_marginals([])
     assignment = np.argmax(np.where(np.isneginf(total), -np.inf, log_b), axis=1).astype(np.int64)
-    score = float(fg.score(assignment)) if card.size else float(fg.constant)
+    with np.errstate(over="ignore", invalid="ignore"):
+        score = float(fg.score(assignment)) if card.size else float(fg.constant)
+    if log_z == np.inf or score == np.inf:  # finite scores whose sums overflow float64 (near 1e308 each)
+        raise ValueError(
+            "`fg` must keep the log partition function and the scores of its labellings within float64's range "
+            f"(about 1.8e308); got {'a log partition' if log_z == np.inf else 'a score'} that overflows: rescale "
+            "the factors' log-potentials."
+        )
     converged = status == CONVERGED
     msg = stop_message(status, "loopy", n_iter, f"largest message change {residual:.3g}")
     if not converged:

@@ -180,10 +180,56 @@ def _no_mass() -> ZeroPartitionError:
     return ZeroPartitionError("no configuration has non-zero probability (every labelling scores -inf).")
 
 
+#: finite scores larger in magnitude than this are shifted before the kernel runs (see :func:`_sum_product`)
+_SHIFT_ABOVE = 2.0**20
+
+
+def _needs_shift(unary: np.ndarray, pairwise: np.ndarray) -> bool:
+    """Whether some finite score is large enough in magnitude to cost accuracy (or overflow) unshifted."""
+    return any(bool(np.any(np.isfinite(a) & (np.abs(a) > _SHIFT_ABOVE))) for a in (unary, pairwise))
+
+
+def _row_max(a: np.ndarray, axes) -> np.ndarray:
+    """The largest finite entry over ``axes`` (0 where there is none: all ``-inf``)."""
+    top = np.max(np.where(np.isfinite(a), a, -np.inf), axis=axes, initial=-np.inf)
+    return np.where(np.isfinite(top), top, 0.0)
+
+
+def _shift(unary: np.ndarray, pairwise: np.ndarray, r: _Rooted):
+    """Every unary row and pairwise table shifted to a largest finite entry of 0, and each node's share of
+    the shifts (node i: its row's, plus its parent edge's table's), whose sum over a tree is added to its
+    ``log Z``. A finite entry more than the float64 range below its table's maximum becomes ``-inf``: its
+    weight ``exp(entry - max)`` is 0 in float64 either way."""
+    cu = _row_max(unary, 1)
+    cp = _row_max(pairwise, (1, 2)) if pairwise.size else np.zeros(pairwise.shape[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = unary - cu[:, None]
+        pw = pairwise - cp[:, None, None]
+    share = cu.copy()
+    child = np.flatnonzero(r.parent >= 0)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow here is refused with log Z
+        share[child] += cp[r.edge[child]]  # each edge is the parent edge of exactly one node
+    return u, pw, share
+
+
 def _sum_product(unary, pairwise, r: _Rooted):
     """Node and edge marginals and per-node log-normalizer contributions (their sum is log Z), by the
-    compiled kernel :func:`tractable.bp._kernels.tree_sum_product`."""
+    compiled kernel :func:`tractable.bp._kernels.tree_sum_product`.
+
+    Scores larger in magnitude than :data:`_SHIFT_ABOVE` (about 1e6) are first shifted by the largest
+    finite entry of each unary row and pairwise table (:func:`_shift`), so that every sum the kernel
+    forms is at most 0: none overflows to ``inf`` (two scores near 1e308 would, and ``inf - inf`` is
+    NaN), and a huge reward does not swallow the O(1) differences added to it (``1e15 + 0.3`` keeps
+    only 0.25 of the 0.3); the shifts come back in the contributions. Finite scores of any magnitude thus
+    give finite marginals, exact to rounding whenever the huge scores cancel in the labellings that
+    matter. Where they do not (labellings whose scores differ by O(1) but are each a sum of huge terms),
+    no float64 algorithm can do better than the absolute error of adding those terms (about ``2.2e-16``
+    times their magnitude, in log space).
+    """
     n, k = unary.shape
+    share = None
+    if _needs_shift(unary, pairwise):
+        unary, pairwise, share = _shift(unary, pairwise, r)
     node_m = np.empty((n, k))
     edge_m = np.zeros(pairwise.shape)
     contrib = np.zeros(n)
@@ -193,8 +239,30 @@ def _sum_product(unary, pairwise, r: _Rooted):
         np.zeros((5 * n + 1, k)),
     )  # fmt: skip
     if not ok:
+        if share is not None:  # every labelling's shifted score overflowed to -inf: not (known to be) a model error
+            raise _out_of_range()
         raise _no_mass()
+    if share is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            contrib = contrib + share
     return node_m, edge_m, contrib
+
+
+def _out_of_range() -> ValueError:
+    return ValueError(
+        "`unary` and `pairwise` must hold finite scores within float64's range of each other (differences "
+        "below about 1.8e308, which sum-product forms); got scores so far apart that every labelling's score "
+        "overflowed: rescale them."
+    )
+
+
+def _check_log_partition(logz, name: str = "`unary` and `pairwise`"):
+    """Refuse a ``log Z`` beyond float64's range (finite scores summing past about 1.8e308)."""
+    if not np.all(np.isfinite(logz)):
+        raise ValueError(
+            f"{name} must keep the log partition function within float64's range (about 1.8e308); got scores "
+            "whose sum over the best labelling overflows: rescale them."
+        )
 
 
 def _sum_product_python(unary, pairwise, r: _Rooted):
@@ -293,10 +361,13 @@ def tree_marginals(unary, edges, pairwise) -> TreeMarginals:
     t0 = time.perf_counter()
     u, e, pw = _check(unary, edges, pairwise)
     node_m, edge_m, contrib = _sum_product(u, pw, _root(e, u.shape[0]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        logz = float(contrib.sum())
+    _check_log_partition(logz)
     return TreeMarginals(
         marginals=frozen_array(node_m),
         edge_marginals=frozen_array(edge_m),
-        log_partition=float(contrib.sum()),
+        log_partition=logz,
         time=time.perf_counter() - t0,
         method="tree_marginals",
         message=stop_message(OPTIMAL, "tree_marginals", 0),
@@ -374,7 +445,9 @@ def tree_marginals_batch(unary, edges, pairwise) -> TreeMarginalsBatch:
     e = np.concatenate(all_e) if all_e else np.zeros((0, 2), np.int64)
     pw = np.concatenate(all_pw) if all_pw else np.zeros((0, k, k))
     node_m, edge_m, contrib = _sum_product(u.reshape(b * n, k), pw, _root(e, b * n))
-    logz = contrib.reshape(b, n).sum(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        logz = contrib.reshape(b, n).sum(axis=1)
+    _check_log_partition(logz)
     splits = np.cumsum(sizes)[:-1]
     parts = np.split(edge_m, splits)
     edge_out = frozen_array(np.stack(parts)) if len(set(sizes)) == 1 else tuple(frozen_array(p) for p in parts)
@@ -410,21 +483,29 @@ def tree_map(unary, edges, pairwise) -> MAPResult:
     u, e, pw = _check(unary, edges, pairwise)
     n, k = u.shape
     r = _root(e, n)
+    su, spw = (_shift(u, pw, r)[:2]) if _needs_shift(u, pw) else (u, pw)  # no sum overflows to inf
     inc = _Incoming(n, k)
     back = np.zeros((n, k), dtype=np.int64)  # best child label given the parent's label
     for nodes in reversed(r.levels[1:]):
-        below = u[nodes] + inc.total(nodes)
-        scores = _oriented(pw, r, nodes) + below[:, None, :]  # [y_parent, y_child]
+        below = su[nodes] + inc.total(nodes)
+        scores = _oriented(spw, r, nodes) + below[:, None, :]  # [y_parent, y_child]
         back[nodes] = np.argmax(scores, axis=2)
         inc.add(r.parent[nodes], np.max(scores, axis=2))
     y = np.zeros(n, dtype=np.int64)
     roots = r.levels[0]
-    y[roots] = np.argmax(u[roots] + inc.total(roots), axis=1)
+    y[roots] = np.argmax(su[roots] + inc.total(roots), axis=1)
     for nodes in r.levels[1:]:
         y[nodes] = back[nodes, y[r.parent[nodes]]]
-    score = float(u[np.arange(n), y].sum() + (pw[np.arange(e.shape[0]), y[e[:, 0]], y[e[:, 1]]].sum() if e.size else 0))
-    if score == -np.inf:
+    terms = np.concatenate([u[np.arange(n), y], pw[np.arange(e.shape[0]), y[e[:, 0]], y[e[:, 1]]]])
+    with np.errstate(over="ignore", invalid="ignore"):
+        score = float(terms.sum())
+    if np.isneginf(terms).any():
         raise _no_mass()
+    if not np.isfinite(score):  # finite terms whose sum overflows (or whose partial sums did)
+        raise ValueError(
+            "`unary` and `pairwise` must give the best labelling a score within float64's range (about "
+            f"1.8e308); its terms sum to {score}: rescale them."
+        )
     return MAPResult(
         assignment=frozen_array(y),
         score=score,

@@ -3,18 +3,50 @@
 ``demo`` (every capability on built-in problems), ``warmup`` (compile every kernel once),
 ``solve`` (UAI models: exact, loopy BP or adaptive MMP), ``clique``, ``cardinality``, ``hlmrf`` and
 ``psl``, each registered in ``SUBCOMMANDS``. The command line sits above every area: the areas import
-nothing from it. Bad input exits with status 2 and a one-line message on stderr.
+nothing from it.
+
+:func:`main` is the one error boundary of every command. Whatever a command raises becomes one line on
+stderr, ``tractable COMMAND: error: ...`` naming the input and what was wrong, and an exit status:
+
+====  ==========================================================================================
+0     success: the answer was printed or written (an iterative solver that stopped before
+      converging still succeeds, with a ``warning:`` line saying so)
+1     the model has no solution: infeasible constraints (:class:`NoSolution`, a result whose
+      ``status`` is ``"infeasible"`` or ``"error"``) or no configuration of positive probability
+      (:class:`~tractable.ModelError`); the summary is printed, no output file is written
+2     bad input: a missing, unreadable or malformed file, a bad option (``ValueError``,
+      ``TypeError``, ``OSError``, :class:`CLIError`, argparse's errors), input too deeply nested
+      (``RecursionError``) or too large for memory (``MemoryError``)
+130   interrupted (Ctrl-C: ``KeyboardInterrupt``, or DuckDB's ``InterruptException`` in ``psl``)
+70    an internal error (a bug): one line saying so; ``tractable --debug COMMAND ...`` re-raises
+      every exception with its traceback instead
+====  ==========================================================================================
+
+No output file is written, nor a partial one left, unless the run succeeded: every file goes through
+:mod:`tractable.cli._files`. Warnings are printed as one ``warning:`` line each after a successful run.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import warnings
 
 from .. import __version__
 
-__all__ = ["main", "SUBCOMMANDS"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_NO_SOLUTION",
+    "EXIT_OK",
+    "SUBCOMMANDS",
+    "CLIError",
+    "NoSolution",
+    "main",
+]
 
 #: ``"module:function"`` of functions ``register(subparsers)`` that add a subcommand; each
 #: subcommand sets ``func`` (called with the parsed arguments, returns an exit status).
@@ -28,16 +60,40 @@ SUBCOMMANDS: list[str] = [
     "tractable.cli.psl:register",
 ]
 
+EXIT_OK = 0
+EXIT_NO_SOLUTION = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+
 
 class CLIError(Exception):
     """A user error reported as one line on stderr with exit status 2."""
 
 
+class NoSolution(Exception):
+    """The model has no solution (infeasible): one line on stderr, exit status 1, no output file."""
+
+
+class _UsageError(Exception):
+    """An argparse error (unknown option, bad value), raised instead of argparse's exit."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors raised as :class:`_UsageError` (one line, exit 2) instead of a usage block."""
+
+    def error(self, message):  # noqa: D102 (argparse's hook)
+        raise _UsageError(f"{self.prog}: error: {message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tractable", description="Fast inference in structured probabilistic graphical models."
-    )
+    parser = _Parser(prog="tractable", description="Fast inference in structured probabilistic graphical models.")
     parser.add_argument("--version", action="version", version=f"tractable {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, raise it with its Python traceback instead of printing one line",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for target in SUBCOMMANDS:
         module, func = target.split(":")
@@ -45,21 +101,115 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    """``text`` up to its first line break, with every other control or line-separator character escaped
+    (a file name holding ``\\f`` or ``\\x1c`` must not break the one-line contract)."""
+    head = text.strip().split("\n", 1)[0].rstrip()
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in head)
+
+
+def _first_line(err) -> str:
+    text = _one_line(str(err))
+    return text if text else type(err).__name__
+
+
+def _inputs(args) -> str:
+    """The input files named on the command line, for messages that cannot name them otherwise."""
+    names = ("model", "program", "data", "theta", "f", "npz", "evid")
+    found = [str(getattr(args, n)) for n in names if isinstance(getattr(args, n, None), str)]
+    return ", ".join(found) if found else "the input"
+
+
+def _is_interrupt(err: BaseException) -> bool:
+    """Ctrl-C: Python's ``KeyboardInterrupt``; DuckDB's ``InterruptException``, or the ``RuntimeError("Query
+    interrupted")`` DuckDB raises from some calls, for the query Ctrl-C stopped; or the ``SystemError`` a
+    compiled (numba) kernel raises when Ctrl-C arrived while it ran ("returned a result with an exception
+    set", the ``KeyboardInterrupt`` chained to it)."""
+    duckdb = sys.modules.get("duckdb")
+    interrupt = getattr(duckdb, "InterruptException", None) if duckdb is not None else None
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, KeyboardInterrupt) or (interrupt is not None and isinstance(err, interrupt)):
+            return True
+        if duckdb is not None and type(err) is RuntimeError and str(err).startswith("Query interrupted"):
+            return True
+        if not isinstance(err, SystemError):
+            return False
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def _classify(err: BaseException, args) -> tuple[int, str]:
+    """The exit status and the one line (after ``tractable COMMAND: ``) of an exception a command raised."""
+    from .._errors import ModelError
+
+    if _is_interrupt(err):
+        return EXIT_INTERRUPTED, "interrupted"
+    if isinstance(err, NoSolution):
+        return EXIT_NO_SOLUTION, f"no solution: {_first_line(err)}"
+    if isinstance(err, ModelError):  # raised by the library, which does not know the file names
+        return EXIT_NO_SOLUTION, f"no solution: {_inputs(args)}: {_first_line(err)}"
+    if isinstance(err, RecursionError):
+        return EXIT_BAD_INPUT, f"error: {_inputs(args)}: the input is nested too deeply to read (RecursionError)"
+    if isinstance(err, MemoryError):
+        detail = f" ({_first_line(err)})" if str(err) else ""
+        return EXIT_BAD_INPUT, f"error: {_inputs(args)}: not enough memory for this input{detail}"
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return EXIT_BAD_INPUT, f"error: {_one_line(str(err.filename))}: {_one_line(err.strerror)}"
+    if isinstance(err, (CLIError, ValueError, TypeError, OSError)):
+        return EXIT_BAD_INPUT, f"error: {_first_line(err)}"
+    if isinstance(err, SystemExit) and err.code in (None, 0):
+        return EXIT_OK, ""
+    return EXIT_INTERNAL, (
+        f"internal error: {type(err).__name__}: {_first_line(err)} (a bug in tractable; run `tractable --debug "
+        f"{args.command} ...` for the traceback and please report it)"
+    )
+
+
+def _note_warnings(command: str, caught) -> None:
+    for w in caught:
+        print(f"{command}: warning: {_first_line(w.message)}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return 2
+    """Run the ``tractable`` command line on ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    Never raises (except with ``--debug``): see the module docstring for the statuses.
+    """
+    argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
     try:
-        return int(args.func(args) or 0)
-    except (CLIError, ValueError, TypeError, OSError) as err:
-        msg = str(err).splitlines()[0] if str(err) else type(err).__name__
-        print(f"tractable {args.command}: error: {msg}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # reported by the command's own parser: "tractable psl: error: unrecognized arguments: ..."
+            commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            commands.choices.get(getattr(args, "command", None), parser).error(
+                f"unrecognized arguments: {' '.join(extra)}"
+            )
+    except _UsageError as err:
+        print(_first_line(err), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SystemExit as err:  # --help and --version print and exit 0
+        return err.code if isinstance(err.code, int) else (EXIT_OK if err.code is None else EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        print("tractable: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if not getattr(args, "func", None):
+        print("tractable: error: a COMMAND is required (see `tractable --help`)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    command = f"tractable {args.command}"
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            code = int(args.func(args) or 0)
+    except BaseException as err:
+        if args.debug:
+            raise
+        code, line = _classify(err, args)
+        if line:
+            print(f"{command}: {line}", file=sys.stderr)
+        return code
+    _note_warnings(command, caught)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

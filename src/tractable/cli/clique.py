@@ -55,16 +55,20 @@ def _load(args):
         from ..datasets.clique_benchmark import clique_benchmark
 
         return clique_benchmark(args.benchmark, n=args.n, m=args.m, lam=args.lam, rng=args.seed)
+    from ..io._npz import read_npz
+
     try:
-        data = np.load(args.npz)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"`--npz` must be a readable .npz file; got {args.npz!r} ({err}).") from err
+        data = read_npz(args.npz)
+    except OSError as err:
+        raise ValueError(f"`--npz` must be a readable .npz file; got {args.npz!r} ({err.strerror or err}).") from err
+    except ValueError as err:
+        raise ValueError(str(err).replace("`path`", "`--npz`", 1)) from err
     if "phi" not in data:
-        raise ValueError(f"`--npz` file must hold an array `phi`; found {sorted(data.files)}.")
+        raise ValueError(f"`--npz` file must hold an array `phi`; found {sorted(data)}.")
     need = {"majority": "W", "sum-table": "table", "max-table": "table"}.get(args.potential)
     if need is not None and need not in data:
         raise ValueError(
-            f"`--potential {args.potential}` needs an array `{need}` in the .npz file; found {sorted(data.files)}."
+            f"`--potential {args.potential}` needs an array `{need}` in the .npz file; found {sorted(data)}."
         )
     make = {
         "potts": lambda: Potts(args.lam),
@@ -80,11 +84,15 @@ def _load(args):
 
 def _run(args) -> int:
     from ..clique import clique_map
+    from ._files import atomic_output, check_output
 
+    if args.assignment_out is not None:
+        check_output(args.assignment_out, "--assignment-out")
     phi, pot = _load(args)
     res = clique_map(phi, pot, method=args.method)
-    if args.assignment_out:
-        np.save(args.assignment_out, np.asarray(res.assignment))
+    if args.assignment_out is not None:
+        with atomic_output(args.assignment_out, binary=True) as fh:
+            np.save(fh, np.asarray(res.assignment))
     counts = np.bincount(res.assignment, minlength=np.shape(phi)[1])
     print(
         json.dumps(

@@ -47,7 +47,8 @@ def register(subparsers) -> None:
         "-o",
         "--output",
         metavar="FILE",
-        help="write the assignment here: .npy (binary) or any other name (one value per line)",
+        help="write the assignment here: .npy (binary) or any other name (one value per line); written only "
+        "when the model has a solution",
     )
     p.set_defaults(func=_run)
 
@@ -55,9 +56,16 @@ def register(subparsers) -> None:
 def _run(args) -> int:
     import numpy as np
 
+    from .._results import NO_SOLUTION_STATUSES
     from ..hlmrf.admm import solve
     from ..hlmrf.model import HLMRF
+    from ..io._npz import check_npz
+    from . import NoSolution
+    from ._files import atomic_output, check_output
 
+    if args.output is not None:
+        check_output(args.output, "--output")
+    check_npz(args.model)  # a header declaring more data than the file holds is refused before numpy allocates
     model = HLMRF.load(args.model)
     # only what the user set: solve owns the defaults, and rejects an ADMM option given to highs/clarabel
     options = dict(
@@ -89,10 +97,14 @@ def _run(args) -> int:
             f"{res.dual_residual:.3g})"
         )
     print(f"time       {res.time:.3f} s")
+    if res.status in NO_SOLUTION_STATUSES:  # no assignment to write (its free values are NaN)
+        raise NoSolution(f"{args.model}: {res.message}")
     if args.output:
-        if args.output.endswith(".npy"):
-            np.save(args.output, np.asarray(res.x))
-        else:
-            np.savetxt(args.output, np.asarray(res.x), fmt="%.12g")
+        x = np.asarray(res.x)
+        with atomic_output(args.output, binary=args.output.endswith(".npy")) as fh:
+            if args.output.endswith(".npy"):
+                np.save(fh, x)
+            else:
+                np.savetxt(fh, x, fmt="%.12g")
         print(f"wrote the assignment to {args.output}", file=sys.stderr)
-    return 0 if res.converged else 1
+    return 0

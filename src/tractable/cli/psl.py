@@ -7,6 +7,8 @@ import os
 import sys
 import warnings
 
+from ._files import check_output
+
 __all__ = ["register"]
 
 
@@ -66,38 +68,40 @@ def _load_json(Model, path, split, database, strict=False):
     return model
 
 
-def _learn_into(Model, model, args) -> None:
-    """Learn the weights on the learn split (method from --learn, the program, or PSL's default), write
-    OUTPUT/learned.json, and set them on ``model`` (the infer split)."""
+def _learn_into(Model, model, args) -> str:
+    """Learn the weights on the learn split (method from --learn, the program, or PSL's default) and set
+    them on ``model`` (the infer split); returns the text of OUTPUT/learned.json, written at the end."""
     from ..psl.learning import learner_options
 
     learn_model = _load_json(Model, args.program, "learn", None, args.strict)
-    method = args.learn if isinstance(args.learn, str) else (learn_model.learn_method or "StructuredPerceptron")
-    options = learner_options(method, learn_model.learn_options)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = learn_model.learn(method=method, **options)
-    for w in caught:
-        print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
-    print(
-        f"learning   {res.method}: {res.status} after {res.n_iter} steps in {res.time:.3f} s "
-        f"(loss {float(res.loss[-1]):.6g}; weights {', '.join(f'{w:.4g}' for w in res.weights)})"
-    )
-    path = _write_learned(args.program, [r.text for r in learn_model.rules], args.output)
-    print(f"wrote      {path}")
+    try:
+        method = args.learn if isinstance(args.learn, str) else (learn_model.learn_method or "StructuredPerceptron")
+        options = learner_options(method, learn_model.learn_options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = learn_model.learn(method=method, **options)
+        for w in caught:
+            print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
+        print(
+            f"learning   {res.method}: {res.status} after {res.n_iter} steps in {res.time:.3f} s "
+            f"(loss {float(res.loss[-1]):.6g}; weights {', '.join(f'{w:.4g}' for w in res.weights)})"
+        )
+        text = _learned_json(args.program, [r.text for r in learn_model.rules], args.output)
+    finally:
+        learn_model.close()
     model.set_weights(res)
+    return text
 
 
-def _write_learned(program: str, rules, output: str) -> str:
-    """``output/learned.json``: the program with ``rules`` (texts with the learned weights), its data paths made
-    relative to ``output``."""
+def _learned_json(program: str, rules, output: str) -> str:
+    """The text of ``output/learned.json``: the program with ``rules`` (texts with the learned weights), its
+    data paths made relative to ``output``."""
     import json
 
     from ..psl.config import read_json
 
     cfg = read_json(program)
     base = os.path.dirname(os.path.abspath(program))
-    os.makedirs(output, exist_ok=True)
     out_dir = os.path.abspath(output)
 
     def moved(value):
@@ -114,17 +118,58 @@ def _write_learned(program: str, rules, output: str) -> str:
             if part in spec:
                 spec[part] = moved(spec[part])
     cfg["rules"] = list(rules)
-    path = os.path.join(output, "learned.json")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(cfg, fh, indent=4)
-        fh.write("\n")
-    os.replace(tmp, path)  # nothing half written
-    return path
+    return json.dumps(cfg, indent=4) + "\n"
+
+
+def _write_outputs(predictions, learned: str | None, output: str) -> list[str]:
+    """Write learned.json (if any) and one NAME.txt per open predicate into ``output``, all or nothing."""
+    from ..psl._output import write_predictions
+    from ._files import atomic_folder
+
+    with atomic_folder(output) as tmp:
+        names = [os.path.basename(p) for p in write_predictions(predictions, tmp)]
+        if learned is not None:
+            with open(os.path.join(tmp, "learned.json"), "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(learned)
+            names.insert(0, "learned.json")
+    return [os.path.join(output, n) for n in names]
+
+
+def _remove_new_database(path: str | None, existed: bool) -> None:
+    """After a failed run, remove the DuckDB file (and its write-ahead log) that this run created."""
+    if path is None or existed:
+        return
+    for name in (path, path + ".wal"):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
 
 
 def _run(args) -> int:
-    from ..psl._output import write_predictions
+    from ._files import check_output_folder
+
+    check_output_folder(args.output, "--output")
+    if args.database is not None:
+        check_output(args.database, "--database")
+    existed = args.database is not None and os.path.exists(args.database)
+    model = None
+    try:
+        model = _open(args)
+        return _solve(args, model)
+    except BaseException:
+        if model is not None:
+            model.close()
+            model = None
+        _remove_new_database(args.database, existed)
+        raise
+    finally:
+        if model is not None:
+            model.close()
+
+
+def _open(args):
+    """The model of the program (JSON, or .psl + .data)."""
     from ..psl.model import Model
 
     if args.data is None:
@@ -132,21 +177,32 @@ def _run(args) -> int:
             raise ValueError(
                 f"`program` must be a PSL 2.4 .json file, or a .psl file followed by a .data file; got {args.program}"
             )
-        for path in (args.program,):
-            if not os.path.isfile(path):
-                raise OSError(f"file not found: {path}")
-        model = _load_json(Model, args.program, "infer" if args.learn else args.split, args.database, args.strict)
-        if args.learn or model.learn_requested:
-            if args.split == "learn" and args.learn:
-                raise ValueError("`--learn` learns on the learn split and infers on the infer split; drop --split.")
-            _learn_into(Model, model, args)
-    else:
-        if args.learn:
-            raise ValueError("`--learn` takes a PSL 2.4 JSON program (with its learn split); got a .psl/.data pair.")
-        for path in (args.program, args.data):
-            if not os.path.isfile(path):
-                raise OSError(f"file not found: {path}")
-        model = Model.from_data_file(args.program, args.data, database=args.database, strict=args.strict)
+        if args.learn and args.split == "learn":
+            raise ValueError("`--learn` learns on the learn split and infers on the infer split; drop --split.")
+        _check_files(args.program)
+        return _load_json(Model, args.program, "infer" if args.learn else args.split, args.database, args.strict)
+    if args.learn:
+        raise ValueError("`--learn` takes a PSL 2.4 JSON program (with its learn split); got a .psl/.data pair.")
+    _check_files(args.program, args.data)
+    return Model.from_data_file(args.program, args.data, database=args.database, strict=args.strict)
+
+
+def _check_files(*paths: str) -> None:
+    for path in paths:
+        if os.path.isdir(path):
+            raise ValueError(f"`program` must be a file; got the folder {path}.")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(2, "file not found", path)
+
+
+def _solve(args, model) -> int:
+    from .._results import NO_SOLUTION_STATUSES
+    from ..psl.model import Model
+    from . import NoSolution
+
+    learned = None
+    if args.data is None and (args.learn or model.learn_requested):
+        learned = _learn_into(Model, model, args)
     options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
     if args.threads is not None:
         from .._numba import set_threads
@@ -166,11 +222,13 @@ def _run(args) -> int:
         f"inference  {res.status} after {res.n_iter} iterations in {res.time:.3f} s (objective {res.objective:.6g}, "
         f"certified gap {res.gap:.3g})"
     )
-    for path in write_predictions(predictions, args.output):
+    if res.status in NO_SOLUTION_STATUSES:  # no values to write: the free atoms are NaN
+        raise NoSolution(f"{args.program}: {res.message}")
+    for path in _write_outputs(predictions, learned, args.output):
         print(f"wrote      {path}")
     for name, metrics in model.evaluate(predictions).items():
         shown = ", ".join(
             f"{k} {v:.4f}" if isinstance(v, float) and not math.isnan(v) else f"{k} {v}" for k, v in metrics.items()
         )
         print(f"evaluation {name}: {shown}")
-    return 0 if res.converged else 1
+    return 0

@@ -95,7 +95,9 @@ def register(subparsers) -> None:
         metavar="S",
         help="lbp and MMP: stop after S seconds with the answer so far (a warning says so)",
     )
-    p.add_argument("-o", "--output", metavar="OUT", help="write the result here instead of stdout")
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="write the result here instead of stdout (only once it is complete)"
+    )
     p.set_defaults(func=_run)
 
 
@@ -140,22 +142,28 @@ def _solver(task: str, method: str, given: dict):
 
 def _run(args) -> int:
     from ..io.uai import read_evidence, read_uai, write_map, write_mar, write_mmp, write_pr
+    from ._files import atomic_output, check_output
 
     given = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k) is not None}
     run = _solver(args.task, args.method, given)
+    if args.output is not None:
+        check_output(args.output, "--output")
     fg = read_uai(args.model)
     evidence = read_evidence(args.evid, fg) if args.evid else {}
-    out = args.output or sys.stdout
     with _warnings_as_notes():
         res = run(fg, args.task, args.method, evidence, given, sys.stderr.isatty())
     if args.task == "MAP":
-        write_map(out, res.assignment)
+        text = write_map(None, res.assignment)
     elif args.task == "MAR":
-        write_mar(out, res.marginals, fg)
+        text = write_mar(None, res.marginals, fg)
     elif args.task == "PR":
-        write_pr(out, res.log_partition)
+        text = write_pr(None, res.log_partition)
     else:
-        write_mmp(out, res.assignment, res.marginals, fg)
-    if args.output:
-        print(f"wrote {args.task} result to {args.output} ({res.method}, {res.message})", file=sys.stderr)
+        text = write_mmp(None, res.assignment, res.marginals, fg)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    with atomic_output(args.output) as fh:
+        fh.write(text)
+    print(f"wrote {args.task} result to {args.output} ({res.method}, {res.message})", file=sys.stderr)
     return 0

@@ -114,11 +114,15 @@ def plain_args() -> tuple:
 @njit
 def run_sweeps(
     n_sweeps, order, n_active, x, field, forbid0, forbid1, nb_ptr, nb_end, nb_idx, nb_w, g_kind, g_ptr, g_vars,
-    g_tab_ptr, g_tab, vf_ptr, vf_fac, vf_pos, state, p_sum, samples, adaptive, epsilon, n0, active, stats, p0_out,
-    hist, sweep0, fac_active, n_factors,
+    g_tab_ptr, g_tab, vf_ptr, vf_fac, vf_pos, scale_exp, state, p_sum, samples, adaptive, epsilon, n0, active, stats,
+    p0_out, hist, sweep0, fac_active, n_factors,
 ):  # fmt: skip
     """Up to ``n_sweeps`` Gibbs sweeps over the ``n_active`` variables listed first in ``order``: plain
     (Gibbs, burn-in) or adaptive (Lampert 2012, Sec. 2).
+
+    The tables are the model's times ``2**-scale_exp`` (:mod:`tractable.sampling._wiring`): a variable's
+    conditional log-odds is multiplied back by ``2**scale_exp`` (exact, ``math.ldexp``) before the
+    logistic function.
 
     Plain (``adaptive`` False): ``samples[s]`` receives the state after sweep ``s`` when it has rows;
     the adaptive arguments after ``adaptive`` are not read (empty arrays of their types will do).
@@ -183,7 +187,7 @@ def run_sweeps(
             elif no0:
                 p1 = 1.0
             else:
-                z = z + (l1 - l0)
+                z = math.ldexp(z + (l1 - l0), scale_exp)  # +-inf past float64's range: p1 is then 1 or 0
                 if z >= 0:
                     p1 = 1.0 / (1.0 + np.exp(-z))
                 else:

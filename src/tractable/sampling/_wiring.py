@@ -6,10 +6,19 @@ decomposed exactly as ``T[a, b] = T[0, 0] + a (T[1, 0] - T[0, 0]) + b (T[0, 1] -
 with ``w = T[1, 1] - T[1, 0] - T[0, 1] + T[0, 0]``: the linear parts go to the fields, ``w`` to a
 symmetric CSR coupling matrix. Every other factor (tables of higher arity or with ``-inf``
 entries, cardinality factors) is a *general* factor evaluated from its table or count potential.
+
+Scores of any finite magnitude: when the finite entries' magnitudes sum past ``2**-2`` of float64's
+range, every table is first multiplied by ``2**-scale_exp`` (exact: a power of two), so that no field,
+coupling or conditional log-odds the sweep forms can overflow (``1e308 + 1e308`` is ``inf``, and
+``inf - inf`` NaN); the kernel multiplies the log-odds back by ``2**scale_exp`` just before the logistic
+function, where an overflow to ``+-inf`` is the right limit (a probability of 1 or 0). Entries below
+``2**-1022 * 2**scale_exp`` in magnitude then lose precision: next to scores near 1e308 they weigh
+nothing in float64 anyway.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,12 +49,15 @@ class Wiring:
     vf_ptr: np.ndarray  # (n + 1,) CSR variable -> general factors
     vf_fac: np.ndarray
     vf_pos: np.ndarray  # position of the variable in the factor's scope
+    scale_exp: int = 0  # every table above is the model's times 2**-scale_exp (0: as given)
 
     def kernel_args(self, nb_end: np.ndarray):
-        """The arrays of :func:`tractable.sampling._kernels.run_sweeps` after ``x``, rows ending at ``nb_end``."""
+        """The arrays of :func:`tractable.sampling._kernels.run_sweeps` after ``x``, rows ending at ``nb_end``,
+        then ``scale_exp``."""
         return (
             self.field, self.forbid0, self.forbid1, self.nb_ptr, nb_end, self.nb_idx, self.nb_w, self.g_kind,
             self.g_ptr, self.g_vars, self.g_tab_ptr, self.g_tab, self.vf_ptr, self.vf_fac, self.vf_pos,
+            self.scale_exp,
         )  # fmt: skip
 
 
@@ -70,11 +82,29 @@ def _csr(rows: np.ndarray, n: int, *cols):
     return (ptr, *(np.ascontiguousarray(c[order]) for c in cols))
 
 
+#: finite scores whose magnitudes sum past this are scaled down by a power of two (see the module docstring)
+_SCALE_ABOVE = 2.0**1020
+
+
+def _scale_exp(*arrays: np.ndarray) -> int:
+    """The ``e`` such that the finite entries of ``arrays``, times ``2**-e``, have magnitudes summing to at
+    most ``2**-2``; 0 when they sum to less than :data:`_SCALE_ABOVE` (the tables are used as given)."""
+    finite = [np.abs(a[np.isfinite(a)]) for a in arrays if a.size]
+    top = max((float(a.max()) for a in finite if a.size), default=0.0)
+    if top == 0.0:
+        return 0
+    ratio = sum(float(np.sum(a / top)) for a in finite)  # sum of |entries| / top: no overflow
+    if top * ratio < _SCALE_ABOVE:  # an overflow to inf is not below the bound
+        return 0
+    return math.frexp(top)[1] + math.frexp(ratio)[1] + 2
+
+
 def compile_binary(fg: FactorGraph) -> Wiring:
     """Compile a binary factor graph (checked by :func:`check_binary`).
 
     One Python pass sorts the factors by kind; the fields, the coupling decomposition and the
     finiteness checks then run as array operations over all unary and all pairwise tables at once.
+    Tables of huge finite scores are scaled down by a power of two first (see the module docstring).
     """
     n = fg.n_variables
     u_vars, u_tabs, p_vars, p_tabs, general = [], [], [], [], []
@@ -96,12 +126,18 @@ def compile_binary(fg: FactorGraph) -> Wiring:
                 f"the Gibbs sampler handles TableFactor and CardinalityFactor; got a {type(fac).__name__} over "
                 f"variables {np.asarray(fac.variables).tolist()}."
             )
+    ut = np.stack(u_tabs) if u_tabs else np.zeros((0, 2))
+    pt = np.stack(p_tabs) if p_tabs else np.zeros((0, 2, 2))
+    g_all = np.concatenate([np.ravel(g[2]) for g in general]) if general else np.zeros(0)
+    scale_exp = _scale_exp(ut, pt, g_all)
+    if scale_exp:  # huge scores: every table times 2**-scale_exp (exact, a power of two)
+        ut, pt = np.ldexp(ut, -scale_exp), np.ldexp(pt, -scale_exp)
+        general = [(kind, v, np.ldexp(t, -scale_exp)) for kind, v, t in general]
     field = np.zeros(n)
     forbid0 = np.zeros(n, dtype=bool)
     forbid1 = np.zeros(n, dtype=bool)
     if u_tabs:
         uv = np.asarray(u_vars, dtype=np.int64)
-        ut = np.stack(u_tabs)
         np.logical_or.at(forbid0, uv, np.isneginf(ut[:, 0]))
         np.logical_or.at(forbid1, uv, np.isneginf(ut[:, 1]))
         fin = np.isfinite(ut).all(axis=1)
@@ -113,7 +149,6 @@ def compile_binary(fg: FactorGraph) -> Wiring:
     pw = np.zeros(0)
     if p_tabs:
         pv = np.stack(p_vars).astype(np.int64)
-        pt = np.stack(p_tabs)
         fin = np.isfinite(pt).all(axis=(1, 2))
         for i in np.flatnonzero(~fin):  # pairwise tables with -inf entries are general factors
             general.append((KIND_TABLE, pv[i], pt[i].ravel()))
@@ -141,5 +176,5 @@ def compile_binary(fg: FactorGraph) -> Wiring:
     vf_ptr, vf_fac, vf_pos = _csr(g_vars, n, fac_of, pos)
     return Wiring(
         n, field, forbid0, forbid1, nb_ptr, nb_idx, nb_w, g_kind, g_ptr, g_vars, g_tab_ptr, g_tab, vf_ptr, vf_fac,
-        vf_pos,
+        vf_pos, scale_exp,
     )  # fmt: skip
