@@ -52,7 +52,8 @@ def all_assignments(cardinalities) -> np.ndarray:
     changes fastest; for binary variables the rows count up in binary): shape ``(prod(cardinalities), n)``,
     int64."""
     card = [int(c) for c in cardinalities]
-    return np.array(list(itertools.product(*[range(c) for c in card])), dtype=np.int64).reshape(-1, len(card))
+    rows = list(itertools.product(*[range(c) for c in card]))
+    return np.array(rows, dtype=np.int64).reshape(math.prod(card), len(card))  # () -> one empty assignment
 
 
 def joint_scores(fg):

@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 import tractable
 from tractable import (
     CardinalityFactor,
+    CliqueFactor,
     FactorGraph,
     RecursiveCardinalityFactor,
     TableFactor,
@@ -257,6 +258,27 @@ def _crf_rows(kind, label, methods):
 
 
 CASES: list[Case] = [
+    Case(
+        "CliqueFactor",
+        CliqueFactor,
+        lambda: ([np.array([0, 1, 2]), clique.Potts(0.5)], {"n_states": 3, "fixed_counts": np.array([1, 0, 2])}),
+        (Arg((0,), "variables", skip=("neginf",)), Arg(("fixed_counts",), "fixed_counts", skip=("neginf",))),
+        covers=("tractable.CliqueFactor",),
+    ),
+    *(
+        Case(
+            f"CliqueFactor.{meth}",
+            _method(meth),
+            lambda arr=arr: ([CliqueFactor([0, 1, 2, 3], clique.Potts(0.5), n_states=2), arr()], {}),
+            (Arg((1,), name, ok=ok, skip=("neginf",)),),
+            covers=(f"tractable.CliqueFactor.{meth}",),
+        )
+        for meth, name, arr, ok in (
+            ("evaluate", "values", lambda: np.array([[0, 1, 1, 0], [1, 1, 0, 0]]), ("empty",)),
+            ("relabel", "mapping", lambda: np.array([4, 3, 2, 1]), ()),
+            ("check_cardinalities", "cardinalities", lambda: np.array([2, 2, 2, 2]), ()),
+        )
+    ),
     # ---- tractable: factors and factor graphs
     Case(
         "TableFactor",
@@ -935,11 +957,13 @@ NO_ARRAYS = {
     "tractable.cardinality.CardinalityMarginalsBatch", "tractable.clique.CliquePotential.table",
     "tractable.clique.CliquePotential.check", "tractable.clique.LinearMajority.check",
     # factors: conditioning takes a dict, to_table nothing; the handler protocol of bp takes compiled state
-    *(f"tractable.{c}.{m}" for c in ("Factor", "TableFactor", "CardinalityFactor", "RecursiveCardinalityFactor")
+    *(f"tractable.{c}.{m}" for c in ("Factor", "TableFactor", "CardinalityFactor", "RecursiveCardinalityFactor",
+                                      "CliqueFactor")
       for m in ("condition", "to_table")),
     "tractable.Factor.evaluate", "tractable.Factor.relabel", "tractable.Factor.check_cardinalities",
     "tractable.bp.FactorMessages.compile", "tractable.bp.FactorMessages.factor_beliefs",
     "tractable.bp.FactorMessages.log_partition", "tractable.bp.FactorMessages.messages",
+    "tractable.bp.FactorMessages.check",
 }  # fmt: skip
 
 PUBLIC_MODULES = [

@@ -10,6 +10,7 @@ import pytest
 
 PUBLIC = {
     "tractable": [
+        "CliqueFactor",
         "CardinalityFactor", "ConvergenceWarning", "Factor", "FactorGraph", "MAPResult", "MarginalsResult",
         "ModelError", "RecursiveCardinalityFactor", "Result", "TableFactor", "ZeroPartitionError", "__version__",
     ],

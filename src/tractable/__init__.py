@@ -6,12 +6,20 @@ Model objects live at the top level; algorithm families are subpackages (``tract
 
 from ._errors import ModelError, ZeroPartitionError
 from ._results import ConvergenceWarning, MAPResult, MarginalsResult, Result
-from .factorgraph import CardinalityFactor, Factor, FactorGraph, RecursiveCardinalityFactor, TableFactor
+from .factorgraph import (
+    CardinalityFactor,
+    CliqueFactor,
+    Factor,
+    FactorGraph,
+    RecursiveCardinalityFactor,
+    TableFactor,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CardinalityFactor",
+    "CliqueFactor",
     "ConvergenceWarning",
     "Factor",
     "FactorGraph",

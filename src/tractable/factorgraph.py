@@ -19,7 +19,7 @@ import numpy as np
 from ._count_tree import CountTree, build_structure, validate_structure
 from ._validate import as_float_array, as_index_array, check_int
 
-__all__ = ["Factor", "FactorGraph", "TableFactor", "CardinalityFactor", "RecursiveCardinalityFactor"]
+__all__ = ["CardinalityFactor", "CliqueFactor", "Factor", "FactorGraph", "RecursiveCardinalityFactor", "TableFactor"]
 
 
 class Factor(ABC):
@@ -238,72 +238,171 @@ class TableFactor(Factor):
 
 
 class CardinalityFactor(Factor):
-    """A log-potential on the number of binary variables that are on: ``f[sum_i y_i]``.
+    """A log-potential on how many variables take one state: ``f[#{i : y_i = label}]``.
 
     Parameters
     ----------
     variables : sequence of int, length D
-        Distinct binary variables.
+        Distinct variables: binary ones (the default), or of any cardinalities with ``label``.
     log_potentials : array_like of shape (D + 1,)
-        ``log_potentials[k]`` is added to the score when exactly ``k`` of the variables are 1.
-        ``-inf`` forbids a count. Kept, read-only, as the attribute of the same name.
+        ``log_potentials[k]`` is added to the score when exactly ``k`` of the variables take the counted
+        state (state 1 of binary variables by default). ``-inf`` forbids a count. Kept, read-only, as the
+        attribute of the same name.
+    label : int, optional
+        The counted state (``0 <= label < n_states``) of variables with more than two states, so that
+        "how many tokens take label ``l``" needs no one-hot encoding. ``None`` (the default) counts state 1
+        of binary variables (the factor of Tarlow et al. 2012).
+    n_states : int or sequence of int, optional
+        The cardinality of the variables (one number for all, or one per variable); required with
+        ``label`` (the dense table and :meth:`evaluate` need it), and checked against the graph when the
+        factor is added. Without ``label`` the variables are binary and ``n_states`` may only be 2.
+
+    Attributes
+    ----------
+    variables : ndarray of int64, read-only
+    log_potentials : ndarray of shape (D + 1,), read-only
+    label : int or None
+    n_states : ndarray of shape (D,), int64, read-only
+        Each variable's cardinality (all 2 without ``label``).
 
     Notes
     -----
-    Generic algorithms see this factor through :meth:`to_table` (a ``2**D`` table, only for
-    ``D <= 24``). The same count potential, as the ``f`` of :mod:`tractable.cardinality`, is handled
-    in ``O(D log^2 D)`` by its convolution tree.
+    Generic algorithms see this factor through :meth:`to_table` (``prod(n_states)`` entries, at most
+    ``2**24``). Belief propagation handles it directly: a variable's incoming message collapses to two
+    numbers, its counted state against the log-sum-exp (or, for max-product, the maximum) of its other
+    states, the binary count machinery of :mod:`tractable.cardinality` runs on those (convolution tree,
+    ``O(D log^2 D)``; sorting for max-product, ``O(D log D)``), and the binary message goes back to every
+    state (the counted one gets the "on" value, all others the "off" value). This is exact: the factor
+    depends on each variable only through "counted or not".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tractable import CardinalityFactor
+    >>> fac = CardinalityFactor([0, 1, 2], [0.0, 1.0, 2.0, 3.0], label=2, n_states=3)  # count the 2s
+    >>> fac.evaluate(np.array([[2, 0, 2], [1, 1, 0]])).tolist()
+    [2.0, 0.0]
     """
 
-    def __init__(self, variables: Sequence[int], log_potentials) -> None:
+    def __init__(self, variables: Sequence[int], log_potentials, *, label: int | None = None, n_states=None) -> None:
         self.variables = _check_scope(variables)
+        d = len(self.variables)
         f = as_float_array(log_potentials, "log_potentials", ndim=1)
-        if f.shape != (len(self.variables) + 1,):
+        if f.shape != (d + 1,):
             raise ValueError(
-                f"`log_potentials` must have shape ({len(self.variables) + 1},) (one entry per count "
-                f"0..{len(self.variables)}); got {f.shape}."
+                f"`log_potentials` must have shape ({d + 1},) (one entry per count 0..{d}); got {f.shape}."
             )
         f.flags.writeable = False
         self.log_potentials = f
+        self.label, self.n_states = _check_label(label, n_states, d)
+
+    @property
+    def counted(self) -> int:
+        """The counted state: ``label``, or 1 for binary variables without one."""
+        return 1 if self.label is None else self.label
 
     def __repr__(self) -> str:
-        return f"CardinalityFactor(variables={self.variables.tolist()})"
+        if self.label is None:
+            return f"CardinalityFactor(variables={self.variables.tolist()})"
+        return f"CardinalityFactor(variables={self.variables.tolist()}, label={self.label})"
+
+    def _with(self, variables, f) -> CardinalityFactor:
+        """A factor of the same kind (label and cardinalities follow the variables) over other variables."""
+        if self.label is None:
+            return CardinalityFactor(variables, f)
+        keep = np.isin(self.variables, variables) if len(variables) < len(self.variables) else slice(None)
+        return CardinalityFactor(variables, f, label=self.label, n_states=self.n_states[keep])
 
     def to_table(self) -> np.ndarray:
         d = len(self.variables)
-        if d > 24:
+        cards = tuple(int(c) for c in self.n_states)
+        size = int(np.prod(cards, dtype=float)) if d else 1
+        if size > 2**24:
             raise ValueError(
-                f"a CardinalityFactor over {d} variables has no dense table (2**{d} entries); use an "
-                "algorithm that handles cardinality factors directly."
+                f"a CardinalityFactor over {d} variables has no dense table ({size} entries, more than 2**24); "
+                "use an algorithm that handles cardinality factors directly."
             )
-        counts = np.indices((2,) * d).sum(axis=0) if d else np.zeros((), dtype=np.int64)
+        counts = np.zeros(cards, dtype=np.int64)
+        for i, c in enumerate(cards):
+            shape = [1] * d
+            shape[i] = c
+            counts = counts + (np.arange(c) == self.counted).astype(np.int64).reshape(shape)
         return self.log_potentials[counts]
 
     def evaluate(self, values: np.ndarray) -> np.ndarray:
-        values = _check_values(values, (2,) * len(self.variables))
-        return self.log_potentials[values.sum(axis=1)]
+        values = _check_values(values, tuple(int(c) for c in self.n_states))
+        return self.log_potentials[(values == self.counted).sum(axis=1)]
 
     def condition(self, evidence: Mapping[int, int]) -> CardinalityFactor | float:
-        fixed_on = sum(int(evidence[int(v)]) for v in self.variables if int(v) in evidence)
+        fixed_on = sum(int(evidence[int(v)]) == self.counted for v in self.variables if int(v) in evidence)
         kept = [int(v) for v in self.variables if int(v) not in evidence]
         f = self.log_potentials[fixed_on : fixed_on + len(kept) + 1]
         if not kept:
             return float(f[0])
         if len(kept) == len(self.variables):
             return self
-        return CardinalityFactor(kept, f)
+        return self._with(kept, f)
 
     def check_cardinalities(self, cardinalities: np.ndarray) -> None:
         cardinalities = _check_cardinality_array(cardinalities, self.variables)
         card = cardinalities[self.variables]
-        if np.any(card != 2):
-            bad = int(self.variables[np.argmax(card != 2)])
+        if np.any(card != self.n_states):
+            i = int(np.argmax(card != self.n_states))
+            bad = int(self.variables[i])
+            if self.label is None:
+                raise ValueError(
+                    f"a CardinalityFactor needs binary variables; variable {bad} has cardinality "
+                    f"{int(cardinalities[bad])} (give `label` and `n_states` to count one state of variables with "
+                    "more states)."
+                )
             raise ValueError(
-                f"a CardinalityFactor needs binary variables; variable {bad} has cardinality {int(cardinalities[bad])}."
+                f"the {self!r} was given `n_states` {int(self.n_states[i])} for variable {bad}, which has "
+                f"cardinality {int(cardinalities[bad])} in the graph."
             )
 
     def relabel(self, mapping: np.ndarray) -> CardinalityFactor:
-        return CardinalityFactor(_check_mapping(mapping, self.variables), self.log_potentials)
+        new = _check_mapping(mapping, self.variables)
+        if self.label is None:
+            return CardinalityFactor(new, self.log_potentials)
+        return CardinalityFactor(new, self.log_potentials, label=self.label, n_states=self.n_states)
+
+
+def _check_label(label, n_states, d: int) -> tuple[int | None, np.ndarray]:
+    """``(label, n_states as a read-only (d,) int64 array)`` of a :class:`CardinalityFactor`, checked."""
+    if label is None:
+        if n_states is not None:
+            ns = np.asarray(n_states)
+            if ns.size and not (ns.dtype.kind in "iu" and np.all(ns == 2)):
+                raise ValueError(
+                    f"`n_states` of a CardinalityFactor without `label` must be 2 (binary variables); got {n_states!r}."
+                    " Give `label` to count one state of variables with more states."
+                )
+        out = np.full(d, 2, dtype=np.int64)
+        out.flags.writeable = False
+        return None, out
+    label = check_int(label, "label", minimum=0)
+    if n_states is None:
+        raise ValueError(
+            f"`n_states` (the variables' cardinality) must be given with `label`; got label={label} and no n_states."
+        )
+    ns = np.asarray(n_states)
+    if ns.ndim == 0:
+        ns = np.full(d, check_int(n_states, "n_states", minimum=2), dtype=np.int64)
+    else:
+        ns = as_index_array(ns, "n_states")
+        if ns.shape != (d,):
+            raise ValueError(f"`n_states` must be one integer or one per variable ({d}); got shape {ns.shape}.")
+        if ns.size and ns.min() < 2:
+            raise ValueError(f"`n_states` must be integers >= 2; got {int(ns.min())}.")
+    if ns.size and label >= ns.min():
+        i = int(np.argmin(ns))
+        raise ValueError(
+            f"`label` must be a state of every variable (below its `n_states`); got label={label} for a variable "
+            f"with n_states={int(ns[i])}."
+        )
+    ns = ns.copy()
+    ns.flags.writeable = False
+    return label, ns
 
 
 class RecursiveCardinalityFactor(Factor):
@@ -501,6 +600,202 @@ class RecursiveCardinalityFactor(Factor):
         # positions in `variables` do not change, so the count tree is shared
         new = _check_mapping(mapping, self._variables)
         return type(self)._trusted(new, self._local, self._count_potentials, self._structure)
+
+
+class CliqueFactor(Factor):
+    """A clique of variables with ``m`` states each whose log-potential depends only on the label counts.
+
+    ``log_potential(y) = potential(counts(y) + fixed_counts)`` with ``counts(y)[l] = #{i : y_i = l}``: a
+    cardinality-based clique potential of Gupta, Diwan and Sarawagi (ICML 2007), e.g. the associative
+    clique over all occurrences of a word (Sec. 2.1 of the paper). Scores, not energies: the potential's
+    value is added to the log-probability, as every factor's log-potential is.
+
+    Parameters
+    ----------
+    variables : sequence of int, length n
+        Distinct variables, all with ``n_states`` states.
+    potential : tractable.clique.CliquePotential
+        :class:`~tractable.clique.Potts`, :class:`~tractable.clique.Entropy`,
+        :class:`~tractable.clique.SumPotential`, :class:`~tractable.clique.MaxPotential`,
+        :class:`~tractable.clique.Makespan`, :class:`~tractable.clique.SquareMakespan`,
+        :class:`~tractable.clique.LinearMajority` or :class:`~tractable.clique.CountPotential`.
+    n_states : int, optional
+        ``m``, the number of states (labels) of every variable, ``>= 2``. Taken from the potential when it
+        fixes it (the rows of a ``SumPotential`` / ``MaxPotential`` table, the size of ``W``); required
+        otherwise (``Potts``, ``Entropy``, the makespans and ``CountPotential`` fit any ``m``).
+    fixed_counts : array_like of int, shape (m,), optional
+        Counts added to the variables' counts before the potential is evaluated (default zeros): what a
+        clique keeps of its observed variables when it is conditioned on them (:meth:`condition`).
+
+    Attributes
+    ----------
+    variables : ndarray of int64, read-only
+    potential : CliquePotential
+    n_states : int
+    fixed_counts : ndarray of shape (m,), int64, read-only
+
+    Raises
+    ------
+    TypeError
+        ``potential`` is not a CliquePotential.
+    ValueError
+        Repeated or negative variables; ``n_states`` missing where the potential does not fix it, or
+        different from the one the potential fixes; negative ``fixed_counts`` or a wrong shape; a
+        potential not defined for ``n + sum(fixed_counts)`` nodes and ``m`` labels (a table too short).
+        Adding the factor to a graph where a variable has another cardinality than ``n_states`` raises
+        a ``ValueError`` naming the factor and the variable.
+
+    Notes
+    -----
+    :meth:`to_table` exists for ``m**n <= 2**24`` (exact inference and oracles on small cliques). Belief
+    propagation handles the clique directly (:mod:`tractable.bp`): max-product by alpha-pass
+    max-marginals (exact for MAX-family potentials and for ``m = 2``), sum-product exactly by dynamic
+    programming over count vectors while their number is moderate (``m = 2``: the convolution tree).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tractable import CliqueFactor
+    >>> from tractable.clique import Potts
+    >>> fac = CliqueFactor([0, 1, 2], Potts(0.5), n_states=3)
+    >>> fac.evaluate(np.array([[0, 0, 2], [1, 1, 1]])).tolist()  # 0.5 * (2**2 + 1**2), 0.5 * 3**2
+    [2.5, 4.5]
+    """
+
+    def __init__(self, variables: Sequence[int], potential, *, n_states: int | None = None, fixed_counts=None) -> None:
+        from .clique.potentials import CliquePotential  # here: `import tractable` does not load tractable.clique
+
+        self.variables = _check_scope(variables)
+        if not isinstance(potential, CliquePotential):
+            raise TypeError(
+                "`potential` must be a tractable.clique.CliquePotential (Potts, Entropy, SumPotential, MaxPotential, "
+                f"Makespan, SquareMakespan, LinearMajority or CountPotential); got {type(potential).__name__}."
+            )
+        fixed_m = _labels_of(potential)
+        if n_states is None:
+            if fixed_m is None:
+                raise ValueError(
+                    f"`n_states` (the number of states of the clique's variables) must be given for {potential!r}, "
+                    "which does not fix it; got none."
+                )
+            n_states = fixed_m
+        m = check_int(n_states, "n_states", minimum=2)
+        if fixed_m is not None and fixed_m != m:
+            raise ValueError(f"`n_states` must be {fixed_m}, the number of labels of {potential!r}; got {m}.")
+        if fixed_counts is None:
+            fixed = np.zeros(m, dtype=np.int64)
+        else:
+            fixed = as_index_array(fixed_counts, "fixed_counts")
+            if fixed.shape != (m,):
+                raise ValueError(f"`fixed_counts` must have shape ({m},) (one count per state); got {fixed.shape}.")
+            if fixed.size and fixed.min() < 0:
+                raise ValueError(f"`fixed_counts` must be non-negative; got {fixed.tolist()}.")
+        potential.check(len(self.variables) + int(fixed.sum()), m)
+        fixed.flags.writeable = False
+        self.potential = potential
+        self.n_states = m
+        self.fixed_counts = fixed
+
+    def __repr__(self) -> str:
+        extra = f", fixed_counts={self.fixed_counts.tolist()}" if self.fixed_counts.any() else ""
+        return (
+            f"CliqueFactor(variables={self.variables.tolist()}, potential={self.potential!r}, "
+            f"n_states={self.n_states}{extra})"
+        )
+
+    @property
+    def family(self) -> str:
+        """The potential's family: ``"sum"``, ``"max"``, ``"majority"`` or ``"general"``."""
+        return self.potential.family
+
+    def _count_values(self, counts) -> np.ndarray:
+        """The log-potential at count vectors of the variables: ``potential(counts + fixed_counts)``.
+
+        Parameters
+        ----------
+        counts : ndarray of shape (..., n_states), int
+            Counts of the factor's variables (each row sums to ``len(variables)``).
+
+        Returns
+        -------
+        ndarray of shape (...)
+        """
+        c = np.asarray(counts, dtype=np.int64) + self.fixed_counts
+        return np.asarray(self.potential(c), dtype=np.float64).reshape(c.shape[:-1])
+
+    def to_table(self) -> np.ndarray:
+        n, m = len(self.variables), self.n_states
+        if n * np.log2(m) > 24:
+            raise ValueError(
+                f"a CliqueFactor over {n} variables with {m} states has no dense table ({m}**{n} entries, more than "
+                "2**24); use an algorithm that handles clique factors directly (tractable.bp.loopy)."
+            )
+        if n == 0:
+            return np.array(float(self._count_values(np.zeros(m, dtype=np.int64))))
+        size = m**n
+        out = np.empty(size)
+        chunk = max(1, (1 << 22) // (n * m))
+        for lo in range(0, size, chunk):
+            idx = np.arange(lo, min(size, lo + chunk))
+            labels = np.stack(np.unravel_index(idx, (m,) * n), axis=1)
+            out[lo : lo + idx.size] = self._count_values(_row_counts(labels, m))
+        return out.reshape((m,) * n)
+
+    def evaluate(self, values: np.ndarray) -> np.ndarray:
+        values = _check_values(values, (self.n_states,) * len(self.variables))
+        if values.shape[0] == 0:
+            return np.zeros(0)
+        return self._count_values(_row_counts(values, self.n_states))
+
+    def condition(self, evidence: Mapping[int, int]) -> CliqueFactor | float:
+        fixed = self.fixed_counts.copy()
+        kept = []
+        for v in self.variables:
+            if int(v) in evidence:
+                fixed[int(evidence[int(v)])] += 1
+            else:
+                kept.append(int(v))
+        if not kept:
+            return float(self.potential(fixed))
+        if len(kept) == len(self.variables):
+            return self
+        return CliqueFactor(kept, self.potential, n_states=self.n_states, fixed_counts=fixed)
+
+    def check_cardinalities(self, cardinalities: np.ndarray) -> None:
+        cardinalities = _check_cardinality_array(cardinalities, self.variables)
+        card = cardinalities[self.variables]
+        if np.any(card != self.n_states):
+            bad = int(self.variables[np.argmax(card != self.n_states)])
+            raise ValueError(
+                f"every variable of {self!r} must have {self.n_states} states (`n_states`); variable {bad} has "
+                f"cardinality {int(cardinalities[bad])}."
+            )
+
+    def relabel(self, mapping: np.ndarray) -> CliqueFactor:
+        return CliqueFactor(
+            _check_mapping(mapping, self.variables),
+            self.potential,
+            n_states=self.n_states,
+            fixed_counts=self.fixed_counts,
+        )
+
+
+def _labels_of(potential) -> int | None:
+    """The number of labels a clique potential fixes (its table's rows, its ``W``), or None."""
+    from .clique.potentials import LinearMajority, MaxPotential, SumPotential
+
+    if isinstance(potential, (SumPotential, MaxPotential)):
+        return int(potential.f.shape[0])
+    if isinstance(potential, LinearMajority):
+        return int(potential.W.shape[0])
+    return None
+
+
+def _row_counts(labels: np.ndarray, m: int) -> np.ndarray:
+    """Label counts of each row of ``labels`` (batch, n): shape (batch, m)."""
+    b = labels.shape[0]
+    flat = (labels + m * np.arange(b)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * m).reshape(b, m)
 
 
 class FactorGraph:

@@ -2,10 +2,17 @@
 
 :class:`TableMessages` batches all table factors of the same shape into one array operation per
 variable position. :class:`CardinalityMessages` computes *all* outgoing messages of a cardinality
-factor over ``D`` binary variables together: sum-product by the convolution tree of
+factor over ``D`` variables together: sum-product by the convolution tree of
 :mod:`tractable.cardinality` (O(D log^2 D)), or, when few counts are allowed (``f`` finite on at most
 ``kmax + 1`` counts near 0 or near ``D``), by the log-space chain in O(D kmax), which is faster there;
 max-product by sorting, O(D log D).
+
+A factor that counts one state ``label`` of variables with more states (``CardinalityFactor(...,
+label=l, n_states=m)``) depends on each variable only through "``y = l`` or not". Its incoming message
+collapses to two numbers, ``w1 = in[l]`` and ``w0 = logsumexp_{y != l} in[y]`` (``max`` for
+max-product), the binary machinery runs on those, and the binary message ``(o0, o1)`` goes back as
+``out[l] = o1`` and ``out[y] = o0`` for every other state: exact, as the factor's sum (or max) over a
+variable's other states is the sum (max) of its incoming message over them.
 """
 
 from __future__ import annotations
@@ -107,6 +114,10 @@ class TableMessages(FactorMessages):
 # --------------------------------------------------------------------------- cardinality factors
 @dataclass(frozen=True)
 class _CardinalityGroup:
+    # the group's edges (global ids); every array below indexes the group's local edges 0..E-1
+    global_edges: np.ndarray
+    # per local edge: the counted state and the cardinality (None when every factor is binary and unlabelled)
+    labels: tuple | None
     # all factors (max-product kernel)
     indptr: np.ndarray
     edges: np.ndarray
@@ -128,16 +139,55 @@ def _flat(edge_lists, f_lists):
     return indptr, edges, f_ptr, f
 
 
+def _collapse(compiled: _CardinalityGroup, incoming: np.ndarray, kind: str) -> np.ndarray:
+    """The group's incoming messages as binary ones (E, 2): (not counted, counted) per local edge."""
+    inc = incoming[compiled.global_edges]
+    if compiled.labels is None:
+        return np.ascontiguousarray(inc[:, :2])
+    counted, card = compiled.labels
+    rows = np.arange(inc.shape[0])
+    w1 = inc[rows, counted]
+    rest = np.where((np.arange(inc.shape[1])[None, :] < card[:, None]), inc, -np.inf)
+    rest[rows, counted] = -np.inf
+    w0 = logsumexp(rest, axis=1) if kind == "sum" else rest.max(axis=1)
+    return np.ascontiguousarray(np.stack([w0, w1], axis=1))
+
+
+def _expand(compiled: _CardinalityGroup, out2: np.ndarray, out: np.ndarray) -> None:
+    """Write binary messages (E, 2) back to every state of the group's edges."""
+    ge = compiled.global_edges
+    if compiled.labels is None:
+        out[ge, :2] = out2
+        return
+    counted, card = compiled.labels
+    states = np.arange(out.shape[1])[None, :]
+    block = np.where(states < card[:, None], out2[:, :1], -np.inf)
+    block[np.arange(ge.shape[0]), counted] = out2[:, 1]
+    out[ge] = block
+
+
 class CardinalityMessages(FactorMessages):
-    """Cardinality factors ``f(sum_i y_i)`` over binary variables."""
+    """Cardinality factors ``f(#{i : y_i = label})`` (binary variables and state 1 by default)."""
 
     def compile(self, factors, edges, cardinalities):
+        lens = [len(e) for e in edges]
+        starts = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        local = [np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in range(len(edges))]
+        global_edges = np.concatenate(edges).astype(np.int64) if edges else np.zeros(0, np.int64)
+        labels = None
+        if any(fac.label is not None for fac in factors):
+            counted = np.concatenate([np.full(len(e), fac.counted, dtype=np.int64) for fac, e in zip(factors, edges)])
+            card = np.concatenate([fac.n_states for fac in factors]).astype(np.int64)
+            labels = (counted, card)
         chain_e, chain_f, kmax, flip, tree = [], [], [], [], []
-        for fac, e in zip(factors, edges):
+        for fac, e in zip(factors, local):
             f = fac.log_potentials
             d = f.shape[0] - 1
             finite = np.flatnonzero(f > -np.inf)
-            lo, hi = int(finite[0]), int(finite[-1])
+            if finite.size == 0:  # no count allowed: the chain (which handles it) costs nothing here
+                lo, hi = 0, 0
+            else:
+                lo, hi = int(finite[0]), int(finite[-1])
             fl = d - lo < hi
             km = d - lo if fl else hi
             if d * (km + 1) <= CHAIN_MAX_CELLS:
@@ -146,22 +196,25 @@ class CardinalityMessages(FactorMessages):
                 kmax.append(km)
                 flip.append(fl)
             else:
-                tree.append((np.asarray(e, dtype=np.int64), f))
-        all_ptr, all_edges, all_fptr, all_f = _flat(list(edges), [fac.log_potentials for fac in factors])
+                tree.append((e, f))
+        all_ptr, all_edges, all_fptr, all_f = _flat(local, [fac.log_potentials for fac in factors])
         chain = (*_flat(chain_e, chain_f), np.asarray(kmax, dtype=np.int64), np.asarray(flip, dtype=np.bool_))
-        return _CardinalityGroup(all_ptr, all_edges, all_fptr, all_f, chain, tuple(tree))
+        return _CardinalityGroup(global_edges, labels, all_ptr, all_edges, all_fptr, all_f, chain, tuple(tree))
 
     def messages(self, compiled, incoming, out, kind):
+        inc = _collapse(compiled, incoming, kind)
+        out2 = np.full_like(inc, -np.inf)
         if kind == "max":
             work, iwork = _kernels.sort_work_sizes(compiled.indptr)
             _kernels.sort_max_messages(
-                compiled.indptr, compiled.edges, compiled.f_ptr, compiled.f, incoming, out, np.empty(work),
+                compiled.indptr, compiled.edges, compiled.f_ptr, compiled.f, inc, out2, np.empty(work),
                 np.empty(iwork, dtype=np.int64),
             )  # fmt: skip
-            return
-        self._chain(compiled, incoming, out)
-        for e, f in compiled.tree:
-            _tree_messages(e, f, incoming, out)
+        else:
+            self._chain(compiled, inc, out2)
+            for e, f in compiled.tree:
+                _tree_messages(e, f, inc, out2)
+        _expand(compiled, out2, out)
 
     @staticmethod
     def _chain(compiled, incoming, out) -> np.ndarray:
@@ -175,10 +228,11 @@ class CardinalityMessages(FactorMessages):
         return logz
 
     def log_partition(self, compiled, incoming):
-        scratch = np.full_like(incoming, -np.inf)
-        total = float(self._chain(compiled, incoming, scratch).sum())
+        inc = _collapse(compiled, incoming, "sum")
+        scratch = np.full_like(inc, -np.inf)
+        total = float(self._chain(compiled, inc, scratch).sum())
         for e, f in compiled.tree:
-            w0, w1 = incoming[e, 0], incoming[e, 1]
+            w0, w1 = inc[e, 0], inc[e, 1]
             theta = _theta(w0, w1)
             try:
                 lz = _log_partition_core(theta, f, "auto", DEFAULT_CROSSOVER)
@@ -229,3 +283,5 @@ def _tree_messages(e: np.ndarray, f: np.ndarray, incoming: np.ndarray, out: np.n
 
 register(TableFactor, TableMessages())
 register(CardinalityFactor, CardinalityMessages())
+
+from . import _clique  # noqa: E402, F401  (registers the clique factors; it builds on CardinalityMessages)

@@ -67,6 +67,14 @@ class FactorMessages(ABC):
         Bethe estimate of ``log Z`` adds these up (Yedidia et al. 2005, at a fixed point).
         """
 
+    def check(self, compiled, kind: str) -> None:  # noqa: B027 - a hook: most handlers compute every kind
+        """Raise (``ValueError``, naming the factor) if the group cannot compute ``kind`` messages.
+
+        The engine calls it once after compiling, before the first iteration, so that a model whose
+        factor has no messages of the asked kind (e.g. a clique too large for exact sum-product) fails
+        at once. The default accepts both kinds.
+        """
+
     def factor_beliefs(self, compiled, incoming: np.ndarray, kind: str) -> list | None:
         """Each factor's belief ``∝ exp(psi_f(y_f) + sum_v incoming[e(f, v), y_v])`` as a dense table normalized
         to sum 1 (sum-product; for max-product the max-marginal belief, also scaled to sum 1), in the order of

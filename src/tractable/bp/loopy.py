@@ -210,7 +210,8 @@ def loopy(
         The messages show that no configuration has non-zero probability (sum-product zeros are
         sound: a state they forbid is forbidden in the model).
     ValueError, TypeError
-        Bad arguments; a factor type with no registered messages.
+        Bad arguments; a factor type with no registered messages; a factor with no messages for the
+        task (a ``CliqueFactor`` too large for exact sum-product), before the first iteration.
 
     Notes
     -----
@@ -243,6 +244,8 @@ def loopy(
     wiring = compile_graph(fg, per_factor=schedule == "sequential")
     if wiring.constant == -np.inf:
         raise ZeroPartitionError("no configuration has non-zero probability: the graph's constant is -inf.")
+    for handler, compiled, _, _ in wiring.groups:  # a factor without messages of this kind fails before iterating
+        handler.check(compiled, kind)
     n_edges = wiring.edge_var.shape[0]
     nu = np.where(wiring.pad, -np.inf, 0.0) if n_edges else np.zeros((0, wiring.width))
     nu = _normalize(nu, kind)

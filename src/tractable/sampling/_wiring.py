@@ -120,7 +120,9 @@ def compile_binary(fg: FactorGraph) -> Wiring:
             elif k > 2:
                 general.append((KIND_TABLE, fac.variables, fac.log_table.ravel()))
         elif isinstance(fac, CardinalityFactor):
-            general.append((KIND_COUNT, fac.variables, fac.log_potentials))
+            # counting the zeros of binary variables is counting the ones backwards
+            f = fac.log_potentials if fac.counted == 1 else fac.log_potentials[::-1]
+            general.append((KIND_COUNT, fac.variables, f))
         else:
             raise TypeError(
                 f"the Gibbs sampler handles TableFactor and CardinalityFactor; got a {type(fac).__name__} over "

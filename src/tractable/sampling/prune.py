@@ -131,7 +131,8 @@ def prune(fg: FactorGraph, confident, mu) -> FactorGraph:
         if v.shape[0] == 0 or c.all():
             continue
         if isinstance(fac, CardinalityFactor):
-            f = expected_count_potential(fac.log_potentials, mu[v[c]]) if c.any() else fac.log_potentials
+            f0 = fac.log_potentials if fac.counted == 1 else fac.log_potentials[::-1]  # a count of zeros, reversed
+            f = expected_count_potential(f0, mu[v[c]]) if c.any() else f0
             scope = tuple(sorted(mapping[v[~c]].tolist()))
             counts[scope] = counts[scope] + f if scope in counts else f
             continue
