@@ -238,3 +238,16 @@ def test_npz_and_npy_that_are_fine_load(tmp_path):
         read_npz(tmp_path / "ok.npy")
     with pytest.raises(FileNotFoundError):
         read_npz(tmp_path / "missing.npz")
+
+
+def test_exact_enumeration_at_scores_near_1e300_normalizes_the_ratio():
+    """Two labellings tied at 1e300 and one far below: marginals one half each, summing to one (they summed
+    to 2 when ``exp(x - logsumexp(x))`` rounded both tied entries to probability 1)."""
+    from tractable import FactorGraph, TableFactor
+    from tractable.exact import enumerate_marginals
+
+    fg = FactorGraph([2, 2])
+    fg.add_factor(TableFactor([0, 1], [[1e300, 0.0], [0.0, 1e300]]))
+    res = enumerate_marginals(fg)
+    np.testing.assert_allclose(res.marginals, [[0.5, 0.5], [0.5, 0.5]])
+    assert np.isfinite(res.log_partition)

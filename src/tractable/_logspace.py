@@ -48,7 +48,11 @@ def logsumexp(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray | 
 
 def normalize_log(x: np.ndarray) -> tuple[np.ndarray, float]:
     """``(p, log_sum)`` with ``p = exp(x - log_sum)`` over all entries; all zeros when all are ``-inf``."""
-    lz = logsumexp(x)
-    if lz == -np.inf:
-        return np.zeros_like(x, dtype=np.float64), lz
-    return np.exp(x - lz), lz
+    m = np.max(x) if x.size else -np.inf
+    if m == -np.inf:
+        return np.zeros_like(x, dtype=np.float64), -np.inf
+    # shifted by the maximum, normalized by the sum: at magnitudes near 1e300 ``x - logsumexp(x)`` rounds
+    # (two equal entries would each get probability 1), the ratio does not
+    w = np.exp(x - m)
+    s = w.sum()
+    return w / s, float(m + np.log(s))

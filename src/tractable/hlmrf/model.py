@@ -681,6 +681,9 @@ def _read_npz(path) -> dict[str, np.ndarray]:
                 raise _NotNpz("an empty file")
             if not magic.startswith(b"PK"):
                 raise _NotNpz(f"not a zip archive: it starts with {magic!r}")
+            from ..io._npz import check_npz
+
+            check_npz(path)  # headers against the sizes: nothing declared larger than the file is allocated
             data = np.load(fh, allow_pickle=False)
             with data:
                 return {key: data[key] for key in data.files}
