@@ -195,3 +195,25 @@ def test_data_that_break_a_hard_rule_are_dropped_with_a_warning_or_strict(tmp_pa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "infeasible with the observed values alone (strict)" in err
     assert not (tmp_path / "out2").exists()  # nothing written
+
+
+def test_psl_and_data_files_learn_into_learned_psl_then_infer(program, capsys):
+    """PSL 2.x's CLI workflow: `--learn` on a .psl/.data pair learns on `--learn-data` (default the .data file
+    itself), writes OUTPUT/learned.psl (the rule file with the learned weights) and infers with them."""
+    from tractable.psl import Model
+
+    out = program / "learned-out"
+    argv = ["psl", str(program / "m.psl"), str(program / "m.data"), "--learn", "--output", str(out)]
+    assert main([*argv, "--learn-data", str(program / "m.data")]) == 0
+    text = capsys.readouterr().out
+    assert "learning   MaxLikelihoodMPE: completed" in text and "learned.psl" in text
+    rules = (out / "learned.psl").read_text().splitlines()
+    ref = Model.from_data_file(program / "m.psl", program / "m.data")
+    res = ref.learn(method="MaxLikelihoodMPE")
+    assert rules == [r.text for r in ref.rules] and len(rules) == 3 and rules[1] == "Lab(A, +C) = 1 ."
+    # the learned rule file runs as it is, with the same answer
+    assert main(["psl", str(out / "learned.psl"), str(program / "m.data"), "--output", str(program / "again")]) == 0
+    assert _read(program / "again" / "LAB.txt") == _read(out / "LAB.txt")
+    assert res.weights.size == 2
+    assert main([*argv[:3], "--learn-data", str(program / "m.data"), "--output", str(program / "o9")]) == 2
+    assert "`--learn-data` names the data to learn on: it needs `--learn`" in capsys.readouterr().err

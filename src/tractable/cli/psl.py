@@ -29,9 +29,15 @@ def register(subparsers) -> None:
         const=True,
         default=None,
         metavar="METHOD",
-        help="learn the rule weights on the learn split first (METHOD: a PSL learner, default the program's "
-        "runtime.learn.method or StructuredPerceptron), write OUTPUT/learned.json, then infer on the infer split; "
-        "also when the program sets runtime.learn",
+        help="learn the rule weights first (METHOD: a PSL learner): on a JSON program's learn split (default the "
+        "program's runtime.learn.method or StructuredPerceptron), writing OUTPUT/learned.json; with MODEL.psl "
+        "MODEL.data on --learn-data (default MODEL.data; default learner MaxLikelihoodMPE, as PSL 2.x's CLI), "
+        "writing OUTPUT/learned.psl; then infer; also when a JSON program sets runtime.learn",
+    )
+    p.add_argument(
+        "--learn-data",
+        metavar="LEARN.data",
+        help="with MODEL.psl MODEL.data --learn: the .data file to learn on (default MODEL.data itself)",
     )
     p.add_argument(
         "--output", default="inferred-predicates", metavar="DIR", help="output folder (default: inferred-predicates)"
@@ -82,11 +88,37 @@ def _learn_into(Model, model, args) -> str:
             res = learn_model.learn(method=method, **options)
         for w in caught:
             print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
-        print(
-            f"learning   {res.method}: {res.status} after {res.n_iter} steps in {res.time:.3f} s "
-            f"(loss {float(res.loss[-1]):.6g}; weights {', '.join(f'{w:.4g}' for w in res.weights)})"
-        )
+        _print_learning(res)
         text = _learned_json(args.program, [r.text for r in learn_model.rules], args.output)
+    finally:
+        learn_model.close()
+    model.set_weights(res)
+    return text
+
+
+def _print_learning(res) -> None:
+    print(
+        f"learning   {res.method}: {res.status} after {res.n_iter} steps in {res.time:.3f} s "
+        f"(objective {res.objective:.6g}; weights {', '.join(f'{w:.4g}' for w in res.weights)})"
+    )
+
+
+def _learn_psl_into(Model, model, args) -> str:
+    """PSL 2.x's ``-learn``: learn the weights on ``--learn-data`` (default the .data file given) with
+    ``--learn METHOD`` (default MaxLikelihoodMPE, PSL 2.x's CLI default), set them on ``model``; returns the
+    text of OUTPUT/learned.psl (the rule file with the learned weights), written at the end."""
+    path = args.learn_data or args.data
+    _check_files(path)
+    learn_model = Model.from_data_file(args.program, path, strict=args.strict)
+    try:
+        method = args.learn if isinstance(args.learn, str) else "MaxLikelihoodMPE"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = learn_model.learn(method=method)
+        for w in caught:
+            print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
+        _print_learning(res)
+        text = "".join(r.text + "\n" for r in learn_model.rules)
     finally:
         learn_model.close()
     model.set_weights(res)
@@ -121,17 +153,19 @@ def _learned_json(program: str, rules, output: str) -> str:
     return json.dumps(cfg, indent=4) + "\n"
 
 
-def _write_outputs(predictions, learned: str | None, output: str) -> list[str]:
-    """Write learned.json (if any) and one NAME.txt per open predicate into ``output``, all or nothing."""
+def _write_outputs(predictions, learned: tuple | None, output: str) -> list[str]:
+    """Write the learned program (``(file name, text)``, if any) and one NAME.txt per open predicate into
+    ``output``, all or nothing."""
     from ..psl._output import write_predictions
     from ._files import atomic_folder
 
     with atomic_folder(output) as tmp:
         names = [os.path.basename(p) for p in write_predictions(predictions, tmp)]
         if learned is not None:
-            with open(os.path.join(tmp, "learned.json"), "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(learned)
-            names.insert(0, "learned.json")
+            name, text = learned
+            with open(os.path.join(tmp, name), "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+            names.insert(0, name)
     return [os.path.join(output, n) for n in names]
 
 
@@ -179,10 +213,12 @@ def _open(args):
             )
         if args.learn and args.split == "learn":
             raise ValueError("`--learn` learns on the learn split and infers on the infer split; drop --split.")
+        if args.learn_data is not None:
+            raise ValueError("`--learn-data` is for MODEL.psl MODEL.data; a JSON program has its learn split.")
         _check_files(args.program)
         return _load_json(Model, args.program, "infer" if args.learn else args.split, args.database, args.strict)
-    if args.learn:
-        raise ValueError("`--learn` takes a PSL 2.4 JSON program (with its learn split); got a .psl/.data pair.")
+    if args.learn_data is not None and not args.learn:
+        raise ValueError("`--learn-data` names the data to learn on: it needs `--learn`.")
     _check_files(args.program, args.data)
     return Model.from_data_file(args.program, args.data, database=args.database, strict=args.strict)
 
@@ -202,7 +238,9 @@ def _solve(args, model) -> int:
 
     learned = None
     if args.data is None and (args.learn or model.learn_requested):
-        learned = _learn_into(Model, model, args)
+        learned = ("learned.json", _learn_into(Model, model, args))
+    elif args.data is not None and args.learn:
+        learned = ("learned.psl", _learn_psl_into(Model, model, args))
     options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
     if args.threads is not None:
         from .._numba import set_threads
