@@ -192,6 +192,13 @@ def _io_call(name):
     return call
 
 
+def _conll_document():
+    from tractable.datasets import Document, Sentence
+
+    words = ("Jordan", "met", "Jordan")
+    return Document((Sentence(words, ("NNP", "VBD", "NNP"), ("B-NP", "B-VP", "B-NP"), ("B-PER", "O", "B-LOC")),))
+
+
 def _calls():
     """How to call every public function on a small model: ``"module.name" -> call(**extra)``.
 
@@ -207,6 +214,23 @@ def _calls():
     unary, edges, pairwise = np.zeros((3, 2)), [[0, 1]], np.zeros((1, 2, 2))
     return {
         "tractable.exact.elimination_order": lambda **kw: exact.elimination_order(fg(), **kw),
+        "tractable.crf.chain_map": lambda **kw: crf.chain_map(phi, np.zeros((2, 2)), lengths=[2, 1], **kw),
+        "tractable.datasets.collective_factor_graph": lambda **kw: datasets.collective_factor_graph(
+            phi, np.zeros((2, 2)), [2, 1], [[0, 2]], clique.Potts(1.0), **kw
+        ),
+        "tractable.datasets.collective_map": lambda **kw: datasets.collective_map(
+            phi, np.zeros((2, 2)), [2, 1], [[0, 2]], clique.Potts(1.0), **kw
+        ),
+        "tractable.datasets.conll2003_available": lambda **kw: datasets.conll2003_available("testa", **kw),
+        "tractable.datasets.entity_spans": lambda **kw: datasets.entity_spans(["B-PER", "I-PER", "O"], **kw),
+        "tractable.datasets.iob1_to_iob2": lambda **kw: datasets.iob1_to_iob2(["I-PER", "B-PER"], **kw),
+        "tractable.datasets.load_conll2003": None,  # reads a file: tests/test_conll2003.py
+        "tractable.datasets.majority_weights": lambda **kw: datasets.majority_weights([_conll_document()], **kw),
+        "tractable.datasets.repeated_token_cliques": lambda **kw: datasets.repeated_token_cliques(
+            _conll_document(), **kw
+        ),
+        "tractable.datasets.span_f1": lambda **kw: datasets.span_f1([["B-PER", "O"]], [["B-PER", "O"]], **kw),
+        "tractable.datasets.tag_ids": lambda **kw: datasets.tag_ids(["O", "B-LOC"], **kw),
         "tractable.exact.enumerate_map": lambda **kw: exact.enumerate_map(fg(), **kw),
         "tractable.exact.enumerate_marginals": lambda **kw: exact.enumerate_marginals(fg(), **kw),
         "tractable.exact.infer": lambda **kw: exact.infer(fg(), task="marginals", evidence={2: 1}, **kw),

@@ -207,6 +207,25 @@ def _rec_card():
     return [5, [np.array([0, 1]), np.array([0, 1, 2, 3])], [r.normal(size=3), r.normal(size=5)], r.normal(size=5)], {}
 
 
+@functools.cache
+def _chain_data():
+    r = _rng()
+    return (r.random((9, 4)) < 0.5).astype(float), r.integers(0, 3, size=9), np.array([4, 2, 3])
+
+
+@functools.cache
+def _fitted_chain():
+    X, y, lengths = _chain_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crf.ChainCRF(max_iter=20).fit(X, y, lengths=lengths)
+
+
+def _doc_model():
+    r = _rng()
+    return [r.normal(size=(7, 9)), r.normal(size=(9, 9)), np.array([4, 3]), [np.array([0, 5]), np.array([1, 2, 6])]]
+
+
 def _method(name):
     """A row calling ``obj.name(*args)`` (args[0] is the object)."""
 
@@ -257,7 +276,73 @@ def _crf_rows(kind, label, methods):
     return rows
 
 
+def _chain_rows():
+    x, y, lens = Arg((1,), "X"), Arg((2,), "y", skip=("neginf",)), Arg(("lengths",), "lengths", skip=("neginf",))
+    rows = [
+        Case(
+            "tractable.crf.ChainCRF.fit",
+            lambda _, X, y, **kw: crf.ChainCRF(max_iter=20).fit(X, y, **kw),
+            lambda: ([None, *(a.copy() for a in _chain_data()[:2])], {"lengths": _chain_data()[2].copy()}),
+            (x, y, lens),
+            covers=("tractable.crf.ChainCRF.fit",),
+        )
+    ]
+    for name, with_y in [
+        ("predict", False),
+        ("predict_marginals", False),
+        ("predict_proba", False),
+        ("potentials", False),
+        ("log_likelihood", True),
+        ("score", True),
+    ]:
+        n = 2 if with_y else 1
+
+        def build(n=n):
+            return [_fitted_chain(), *(a.copy() for a in _chain_data()[:n])], {"lengths": _chain_data()[2].copy()}
+
+        rows.append(
+            Case(
+                f"tractable.crf.ChainCRF.{name}",
+                _method(name),
+                build,
+                (x, y)[:n] + (lens,),
+                covers=(f"tractable.crf.ChainCRF.{name}",),
+            )
+        )
+    return rows
+
+
 CASES: list[Case] = [
+    Case(
+        "crf.chain_map",
+        crf.chain_map,
+        lambda: ([_rng().normal(size=(5, 3)), _rng().normal(size=(3, 3))], {"lengths": np.array([2, 3])}),
+        (
+            Arg((0,), "unary", ok=("neginf",)),
+            Arg((1,), "transitions", ok=("neginf",)),
+            Arg(("lengths",), "lengths", skip=("neginf",)),
+        ),
+        covers=("tractable.crf.chain_map",),
+    ),
+    *_chain_rows(),
+    *(
+        Case(
+            f"datasets.{name}",
+            lambda *a, _f=fn: _f(*a, clique.Potts(0.5)),
+            lambda: (_doc_model(), {}),
+            (
+                Arg((0,), "unary", ok=("neginf",)),
+                Arg((1,), "transitions", ok=("neginf",)),
+                Arg((2,), "lengths", skip=("neginf",)),
+                Arg((3, 1), "cliques", skip=("neginf",)),
+            ),
+            covers=(f"tractable.datasets.{name}",),
+        )
+        for name, fn in (
+            ("collective_factor_graph", datasets.collective_factor_graph),
+            ("collective_map", datasets.collective_map),
+        )
+    ),
     Case(
         "CliqueFactor",
         CliqueFactor,
@@ -964,6 +1049,14 @@ NO_ARRAYS = {
     "tractable.bp.FactorMessages.compile", "tractable.bp.FactorMessages.factor_beliefs",
     "tractable.bp.FactorMessages.log_partition", "tractable.bp.FactorMessages.messages",
     "tractable.bp.FactorMessages.check",
+    "tractable.crf.ChainCRF", "tractable.crf.ChainPotentials", "tractable.datasets.CollectiveMAPResult",
+    "tractable.datasets.Document", "tractable.datasets.Sentence", "tractable.datasets.SpanScores",
+    "tractable.datasets.NERFeaturizer", "tractable.datasets.NERFeaturizer.fit",
+    "tractable.datasets.NERFeaturizer.transform", "tractable.datasets.NERFeaturizer.fit_transform",
+    "tractable.datasets.NERFeaturizer.token_features", "tractable.datasets.conll2003_available",
+    "tractable.datasets.entity_spans", "tractable.datasets.iob1_to_iob2", "tractable.datasets.load_conll2003",
+    "tractable.datasets.majority_weights", "tractable.datasets.repeated_token_cliques",
+    "tractable.datasets.span_f1", "tractable.datasets.tag_ids",
 }  # fmt: skip
 
 PUBLIC_MODULES = [

@@ -24,8 +24,8 @@ PUBLIC = {
     ],
     "tractable.sampling": ["GibbsResult", "MMPResult", "adaptive_mmp", "gibbs", "prune"],
     "tractable.crf": [
-        "ConditionalChowLiu", "ESSCRF", "METHODS", "MultiLabelCRF", "RelationalESSCRF", "RelationalGraph", "TreeCRF",
-        "chow_liu_tree",
+        "ChainCRF", "ChainPotentials", "ConditionalChowLiu", "ESSCRF", "METHODS", "MultiLabelCRF", "RelationalESSCRF",
+        "RelationalGraph", "TreeCRF", "chain_map", "chow_liu_tree",
     ],
     "tractable.distributed": [
         "HLMRFShards", "WarmKernels", "WorkerLostError", "alpha_pass_batches", "check_client", "map_batches",
@@ -59,9 +59,11 @@ PUBLIC = {
         "write_mar", "write_mmp", "write_pr", "write_uai",
     ],
     "tractable.datasets": [
-        "BipartiteMatching", "CLIQUE_KINDS", "Inpainting", "YEAST_N_TRAIN", "bipartite_matching",
-        "clique_benchmark", "grid_factor_graph", "inpainting", "load_yeast", "opinion_diffusion", "random_factor_graph",
-        "yeast_split",
+        "BipartiteMatching", "CLIQUE_KINDS", "CONLL_TAGS", "CollectiveMAPResult", "Document", "Inpainting",
+        "NERFeaturizer", "Sentence", "SpanScores", "YEAST_N_TRAIN", "bipartite_matching", "clique_benchmark",
+        "collective_factor_graph", "collective_map", "conll2003_available", "entity_spans", "grid_factor_graph",
+        "inpainting", "iob1_to_iob2", "load_conll2003", "load_yeast", "majority_weights", "opinion_diffusion",
+        "random_factor_graph", "repeated_token_cliques", "span_f1", "tag_ids", "yeast_split",
     ],
 }  # fmt: skip
 

@@ -10,6 +10,10 @@
 * :class:`RelationalGraph`, :class:`RelationalESSCRF` (Sec. 5, Alg. 4): entities with features and
   typed links; a spanning forest of the link graph per evidence, chosen by a templated conditional
   Chow-Liu, with template weights shared per relation; known labels clamped at test time.
+* :class:`ChainCRF`: a linear-chain CRF over variable-length sequences with sparse per-token features
+  (weights shared by all positions), trained exactly by forward-backward and L-BFGS; :func:`chain_map`
+  decodes batches of chains (Viterbi). The node potentials of collective extraction
+  (:mod:`tractable.datasets.conll2003`).
 * :class:`MultiLabelCRF`: the fully connected pairwise CRF over binary labels of Lampert (2012,
   Sec. 4.1), exact by enumerating the ``2**L`` label vectors.
 
@@ -24,12 +28,15 @@ model a sample is a graph). Their weights are learned exactly: L-BFGS on the con
 log-likelihood with the exact gradient from exact marginals (trees: :func:`tractable.bp.tree_marginals_batch`).
 """
 
+from .chain import ChainCRF, ChainPotentials, chain_map
 from .chow_liu import ConditionalChowLiu, chow_liu_tree
 from .multilabel import MultiLabelCRF
 from .relational import RelationalESSCRF, RelationalGraph
 from .tree_crf import ESSCRF, METHODS, TreeCRF
 
 __all__ = [
+    "ChainCRF",
+    "ChainPotentials",
     "ConditionalChowLiu",
     "ESSCRF",
     "METHODS",
@@ -37,5 +44,6 @@ __all__ = [
     "RelationalESSCRF",
     "RelationalGraph",
     "TreeCRF",
+    "chain_map",
     "chow_liu_tree",
 ]

@@ -1,4 +1,6 @@
-"""Generators of the papers' synthetic benchmarks and of random test models.
+"""Generators of the papers' synthetic benchmarks and of random test models, and loaders of real data
+(the yeast multi-label data; the CoNLL-2003 named-entity files, read from the shared data folder and
+never shipped or downloaded).
 
 Each generator lives in a module of its own. The package imports the public functions eagerly, so
 that ``from tractable.datasets import clique_benchmark`` is always the function, even though a
@@ -10,6 +12,24 @@ import warnings as _warnings
 
 from .bipartite_matching import BipartiteMatching, bipartite_matching
 from .clique_benchmark import CLIQUE_KINDS, clique_benchmark
+from .conll2003 import (
+    CONLL_TAGS,
+    CollectiveMAPResult,
+    Document,
+    NERFeaturizer,
+    Sentence,
+    SpanScores,
+    collective_factor_graph,
+    collective_map,
+    conll2003_available,
+    entity_spans,
+    iob1_to_iob2,
+    load_conll2003,
+    majority_weights,
+    repeated_token_cliques,
+    span_f1,
+    tag_ids,
+)
 from .factor_graphs import grid_factor_graph, random_factor_graph
 from .inpainting import Inpainting, inpainting
 from .opinion_diffusion import opinion_diffusion
@@ -18,15 +38,31 @@ from .yeast import YEAST_N_TRAIN, load_yeast, yeast_split
 __all__ = [
     "BipartiteMatching",
     "CLIQUE_KINDS",
+    "CONLL_TAGS",
+    "CollectiveMAPResult",
+    "Document",
     "Inpainting",
+    "NERFeaturizer",
+    "Sentence",
+    "SpanScores",
     "YEAST_N_TRAIN",
     "bipartite_matching",
     "clique_benchmark",
+    "collective_factor_graph",
+    "collective_map",
+    "conll2003_available",
+    "entity_spans",
     "grid_factor_graph",
     "inpainting",
+    "iob1_to_iob2",
+    "load_conll2003",
     "load_yeast",
+    "majority_weights",
     "opinion_diffusion",
     "random_factor_graph",
+    "repeated_token_cliques",
+    "span_f1",
+    "tag_ids",
     "yeast_split",
 ]
 
