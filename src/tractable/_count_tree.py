@@ -27,6 +27,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ._errors import ZeroPartitionError
 from ._validate import as_float_array, as_index_array, check_int, check_memory
 
 __all__ = ["NO_CONFIGURATION", "BinaryTree", "CountTree", "build_structure", "finish_tree", "validate_structure"]
@@ -161,7 +162,7 @@ def validate_structure(n_variables, subsets, count_potentials):
                 f"`count_potentials[{i}]` must have len(subsets[{i}]) + 1 = {idx.size + 1} entries; got {f.shape[0]}."
             )
         if not np.any(f > -np.inf):
-            raise ValueError(f"`count_potentials[{i}]` is -inf at every count: {NO_CONFIGURATION}.")
+            raise ZeroPartitionError(f"`count_potentials[{i}]` is -inf at every count: {NO_CONFIGURATION}.")
         idx = np.sort(idx)
         idx.flags.writeable = False
         f.flags.writeable = False

@@ -20,6 +20,7 @@ __all__ = [
     "check_options",
     "check_finite",
     "check_int",
+    "check_magnitude",
     "check_memory",
     "check_positive",
     "check_rng",
@@ -219,6 +220,34 @@ def check_finite(value, name: str) -> float:
     if not np.isfinite(value):
         raise ValueError(f"`{name}` must be finite; got {value}.")
     return value
+
+
+def check_magnitude(arr: np.ndarray, name: str, limit: float, reason: str = "") -> None:
+    """Refuse finite entries of ``arr`` larger than ``limit`` in magnitude (``±inf`` are left to the other checks).
+
+    Parameters
+    ----------
+    arr : ndarray of float
+        A validated array (no NaN).
+    name : str
+        The argument's name, used in the message.
+    limit : float
+        The largest magnitude allowed.
+    reason : str
+        Why, appended to the message (``"so that ..."``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the limit, the first offending value and its index.
+    """
+    big = np.isfinite(arr) & (np.abs(np.where(np.isfinite(arr), arr, 0.0)) > limit)
+    if big.any():
+        idx = _first(big)
+        raise ValueError(
+            f"`{name}` must hold finite values of magnitude at most {limit:.6g}{f' ({reason})' if reason else ''}; "
+            f"got {float(arr[idx])!r} at index {idx}."
+        )
 
 
 def check_choice(value, name: str, choices: Sequence[str]) -> str:

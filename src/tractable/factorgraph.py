@@ -967,13 +967,31 @@ class FactorGraph:
         Returns
         -------
         float or ndarray of shape (batch,)
-            ``constant + sum of the factors' log-potentials`` (``-inf`` for forbidden assignments).
+            ``constant + sum of the factors' log-potentials`` (``-inf`` for forbidden assignments; ``+inf``
+            or ``-inf`` when the sum of finite log-potentials lies beyond float64's range, about 1.8e308,
+            which the algorithms refuse). Partial sums never overflow: log-potentials near 1e308 that
+            cancel give their finite sum, never ``inf`` or NaN.
         """
         a, single = self._check_assignment(assignment)
         total = np.full(a.shape[0], self.constant)
-        for factor in self._factors:
-            total += factor.evaluate(a[:, factor.variables])
+        with np.errstate(over="ignore", invalid="ignore"):
+            for factor in self._factors:
+                total += factor.evaluate(a[:, factor.variables])
+        if not np.all(np.isfinite(total)):  # -inf (forbidden), or a sum of finite terms that overflowed
+            rows = np.flatnonzero(~np.isfinite(total))
+            total[rows] = self._score_scaled(a[rows])
         return float(total[0]) if single else total
+
+    def _score_scaled(self, a: np.ndarray) -> np.ndarray:
+        """Scores of the assignments ``a`` summed scaled by ``2**-k`` (exact), so that no partial sum of
+        finite log-potentials overflows: ``-inf`` for a forbidden assignment, ``±inf`` only for a total
+        beyond float64's range."""
+        k = (len(self._factors) + 2).bit_length() + 1
+        scaled = np.full(a.shape[0], np.ldexp(self.constant, -k))
+        for factor in self._factors:
+            scaled += np.ldexp(factor.evaluate(a[:, factor.variables]), -k)
+        with np.errstate(over="ignore"):
+            return np.ldexp(scaled, k)
 
     # ------------------------------------------------------------------ conditioning
     def check_evidence(self, evidence: Mapping) -> dict[int, int]:

@@ -44,6 +44,7 @@ _WINDOW_SDS = float(np.sqrt(2 * np.log(1 / _THRESHOLD)))  # half width of a pass
 _AFFINE_TOL = 8 * np.finfo(float).eps  # f is affine if f(k) - (f(0) + b k) is within this times max |f| (rounding)
 _CENTRE_TOL = 0.05  # a pass's tilted mean may be this many tilted SDs off its target count
 _TARGET_RANGE = 20.0  # the first pass is centred where the approximate log posterior is within this of its max
+_BIN_WIDTH = 4.0  # theta binned wider than this (a weight factor e^2 per variable): the first pass at the MAP count
 
 
 def _tilt_for(theta: np.ndarray, k: int, guess: float | None = None) -> float:
@@ -235,8 +236,23 @@ def _first_pass(theta: np.ndarray, f: np.ndarray, slope: float | None) -> tuple[
     ``-b`` centres the pass on the posterior count exactly; otherwise from :func:`_initial_target`."""
     if slope is not None:
         return int(round(float(expit(theta + slope).sum()))), -slope
+    n = theta.shape[0]
+    if (float(theta.max()) - float(theta.min())) / min(256, n) > _BIN_WIDTH:
+        # binned theta too coarse for the saddle point: the posterior count mass lies near the MAP count
+        target = _map_count(theta, f)
+        return target, _tilt_for(theta, target)
     target, guess = _initial_target(theta, f)
     return target, _tilt_for(theta, target, guess)
+
+
+class _Unresolved(Exception):
+    """The pass budget ran out with counts of non-negligible mass still unresolved."""
+
+
+def _map_count(theta: np.ndarray, f: np.ndarray) -> int:
+    """The count of the MAP configuration, ``argmax_k f(k) + (sum of the k largest theta)``."""
+    scores = np.concatenate([[0.0], np.cumsum(np.sort(theta)[::-1])]) + f
+    return int(np.argmax(scores))
 
 
 def _locate(prob, method: str, crossover: int, dense: bool = False, slope: float | None = None):
@@ -246,15 +262,45 @@ def _locate(prob, method: str, crossover: int, dense: bool = False, slope: float
     (``convolution_tree._Clamped``).
     ``slope``: that of ``prob.f_eff`` when it is affine (:func:`_affine_slope`), else None.
     Returns (passes, log P(count = k) (n+1,), owner pass of each count or -1, log Z).
+
+    Each pass resolves the counts within ~7.7 tilted standard deviations of its centre; when ``theta`` is
+    spread far wider than 1 those windows hold a few counts each, and a first pass centred far from the
+    posterior mass (the saddle-point target bins ``theta``) would walk toward it a few counts per pass.
+    If :data:`_MAX_PASSES` run out so, the search starts again at the MAP count (near which the mass then
+    lies), and as a last resort with direct convolution (exact entries: each pass resolves every count
+    within ~667 nats of its largest). Never a silent answer with unresolved mass.
     """
+    try:
+        return _locate_from(prob, method, crossover, dense, _first_pass(prob.theta_free, prob.f_eff, slope))
+    except _Unresolved:
+        pass
+    theta, f = prob.theta_free, prob.f_eff
+    target = _map_count(theta, f)
+    first = (target, _tilt_for(theta, target))
+    try:
+        return _locate_from(prob, method, crossover, dense, first)
+    except _Unresolved:
+        pass
+    try:
+        return _locate_from(prob, "direct", crossover, dense, first, budget=4 * _MAX_PASSES)
+    except _Unresolved:  # pragma: no cover - not seen: exact passes resolve hundreds of nats each
+        raise RuntimeError(
+            "the convolution tree could not resolve the count distribution within its pass budget; "
+            "use cardinality.chain_marginals (exact, O(D^2))."
+        ) from None
+
+
+def _locate_from(prob, method: str, crossover: int, dense: bool, first: tuple[int, float], budget: int = _MAX_PASSES):
+    """:func:`_locate` from the first pass ``first = (target, tilt)``, with at most ``budget`` passes;
+    raises :class:`_Unresolved` when they run out."""
     theta, f = prob.theta_free, prob.f_eff
     n = theta.shape[0]
     passes: list[_Pass] = []
     best_r = np.zeros(n + 1)
     owner = np.full(n + 1, -1)
-    target, tilt = _first_pass(theta, f, slope)
+    target, tilt = first
     neg = _NEGLIGIBLE + np.log(n + 1.0)
-    for _ in range(_MAX_PASSES):
+    for _ in range(budget):
         p = _Pass(theta, tilt, method, crossover, target, dense)
         passes.append(p)
         better = (p.r >= p.thr) & (p.r > best_r)
@@ -278,6 +324,9 @@ def _locate(prob, method: str, crossover: int, dense: bool = False, slope: float
             if err.max() <= _COUNT_TOL or p.up.exact or any(q.target == target for q in passes):
                 break
         tilt = _tilt_for(theta, target)
+    else:
+        if left_out > _MASS_TOL or not logz > -np.inf:
+            raise _Unresolved
     return passes, rel, owner, logz
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._count_tree import NO_CONFIGURATION, BinaryTree
+from .._errors import ZeroPartitionError
 from ._convolve import DEFAULT_CROSSOVER, convolve_rows, correlate_rows
 from ._kernels import MAXPLUS, direct_rows
 
@@ -45,7 +46,7 @@ def _normalize_rows(x: np.ndarray, scale: np.ndarray, *, allow_zero: bool = Fals
     bad = ~(mx > 0)
     if bad.any():
         if not allow_zero:
-            raise ValueError(NO_CONFIGURATION + ".")
+            raise ZeroPartitionError(NO_CONFIGURATION + ".")
         mx = np.where(bad, 1.0, mx)
     x /= mx[:, None]
     scale = scale + np.log(mx)
@@ -55,16 +56,23 @@ def _normalize_rows(x: np.ndarray, scale: np.ndarray, *, allow_zero: bool = Fals
 
 
 def _apply_potential(x: np.ndarray, scale: np.ndarray, pot: np.ndarray | None):
-    """Multiply rows by exp(pot) in log space (pot: (n, w) or None), renormalizing."""
+    """Multiply rows by exp(pot) in log space (pot: (n, w) or None), renormalizing.
+
+    Each row of ``pot`` is shifted by its largest finite entry before ``log(x)`` is added, and the shift
+    goes to the row's scale: a potential near 1e300 would otherwise swallow the O(1) ``log(x)`` (the
+    multiplicities of the counts: ``1e300 + log 2 == 1e300``)."""
     if pot is None:
         return x, scale
-    with np.errstate(divide="ignore"):
-        lx = np.log(x) + pot
+    top = np.max(pot, axis=1, initial=-np.inf)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore", over="ignore"):  # an entry 2e308 below its row's top weighs 0 either way
+        lx = np.log(x) + (pot - top[:, None])
     m = lx.max(axis=1)
     if not np.all(m > -np.inf):
-        raise ValueError(NO_CONFIGURATION + ".")
+        raise ZeroPartitionError(NO_CONFIGURATION + ".")
     x = np.exp(lx - m[:, None])
-    return x, scale + m
+    with np.errstate(over="ignore", invalid="ignore"):  # a log Z beyond float64's range is refused by the caller
+        return x, scale + (top + m)
 
 
 def upward(
@@ -127,7 +135,7 @@ def downward(
     else:
         mx = np.max(root_out_log)
         if not mx > -np.inf:
-            raise ValueError(NO_CONFIGURATION + ".")
+            raise ZeroPartitionError(NO_CONFIGURATION + ".")
         vec = np.exp(root_out_log - mx)[None, :w_root].copy()
         sc = np.array([mx])
     out.vec[n_h - 1] = vec

@@ -29,12 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
+from .._errors import ZeroPartitionError
 from .._results import OPTIMAL, Result, frozen_array, stop_message
 from .._validate import as_float_array, check_choice
 from ._convolve import DEFAULT_CROSSOVER, METHODS
+from ._huge import needs_reduction
 from ._tree import NO_CONFIGURATION
 from .chain import _run_chain_stack
-from .convolution_tree import _marginals_core
+from .convolution_tree import _marginals_core, _moderate
 
 __all__ = ["BATCH_METHODS", "CardinalityMarginalsBatch", "marginals_batch"]
 
@@ -98,7 +100,7 @@ def _validate_batch(theta, f) -> tuple[np.ndarray, np.ndarray]:
     dead = ~np.any(reachable & (f > -np.inf), axis=1)
     if dead.any():
         b = int(np.flatnonzero(dead)[0])
-        raise ValueError(
+        raise ZeroPartitionError(
             f"{NO_CONFIGURATION} in model {b}: with {n_on[b]} variables clamped on and {n_off[b]} clamped off "
             f"by `theta`[{b}], `f`[{b}] is -inf at every reachable count {n_on[b]}..{D - n_off[b]}."
         )
@@ -135,8 +137,10 @@ def marginals_batch(theta, f, *, method: str = "auto") -> CardinalityMarginalsBa
     Raises
     ------
     ValueError, TypeError
-        Wrong shapes or types, NaN, ``+inf`` in ``f``, a model without a configuration of non-zero
-        probability (named by its index), or an unknown ``method``.
+        Wrong shapes or types, NaN, ``+inf`` in ``f``, an unknown ``method``, or a model whose log
+        partition function lies beyond float64's range.
+    ZeroPartitionError
+        A model without a configuration of non-zero probability (named by its index); a ``ValueError`` too.
 
     Examples
     --------
@@ -169,14 +173,29 @@ def _marginals_batch(theta: np.ndarray, f: np.ndarray, method: str, t0: float) -
     run = method if method != "auto" else ("chain" if D <= CHAIN_MAX else "auto")
     convolution = "auto" if run == "tree" else run
     if run == "chain":
+        shift = np.zeros(B)
+        huge = [b for b in range(B) if needs_reduction(theta[b], f[b])]
+        if huge:  # models with huge scores: their equivalent models of moderate scores (as chain_marginals)
+            theta, f = theta.copy(), f.copy()
+            for b in huge:
+                try:
+                    theta[b], f[b], shift[b] = _moderate(theta[b], f[b])
+                except ValueError as err:  # a log Z beyond float64's range: say which model
+                    raise type(err)(f"model {b}: {err}") from None
         (log_odds, count, logz, offset), _ = _run_chain_stack(theta, f, D)
         logz += offset  # log Z = the chain's + the offset sum_d max(theta_d, 0) of the free variables
+        logz += shift
+        total = count.sum(axis=1, keepdims=True)  # exp(x - log Z) need not sum to 1 after rounding: divide
+        np.divide(count, total, out=count, where=total > 0)
     else:
         log_odds = np.empty((B, D))
         count = np.zeros((B, D + 1))
         logz = np.empty(B)
         for b in range(B):  # O(D log^2 D) of work per model dwarfs the loop's overhead (see the module docstring)
-            log_odds[b], count[b], logz[b], _ = _marginals_core(theta[b], f[b], convolution, DEFAULT_CROSSOVER)
+            try:
+                log_odds[b], count[b], logz[b], _ = _marginals_core(theta[b], f[b], convolution, DEFAULT_CROSSOVER)
+            except ValueError as err:  # a log Z beyond float64's range: say which model
+                raise type(err)(f"model {b}: {err}") from None
     marg = np.empty((B, D, 2))
     expit(log_odds, out=marg[:, :, 1])
     expit(-log_odds, out=marg[:, :, 0])

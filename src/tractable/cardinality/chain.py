@@ -13,12 +13,14 @@ import time
 
 import numpy as np
 
+from .._errors import ZeroPartitionError
+from .._logspace import normalize_log
 from .._validate import check_int
 from ._convolve import _as_kernel_rows
 from ._kernels import chain_stack
 from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
-from .convolution_tree import _Clamped, _validate_marginals_args
+from .convolution_tree import _Clamped, _moderate, _validate_marginals_args
 
 __all__ = ["chain_marginals"]
 
@@ -40,7 +42,9 @@ def _run_chain_stack(theta: np.ndarray, f: np.ndarray, cap: int):
 def _chain_core(theta: np.ndarray, f: np.ndarray, max_count: int | None = None):
     """The chain algorithm on trusted input (as ``convolution_tree._marginals_core``): returns
     ``(log_odds (D,), count_marginals (D + 1,), log_partition)``; ``f`` must already be ``-inf``
-    above ``max_count``."""
+    above ``max_count``. Huge scores are reduced first (``convolution_tree._moderate``): the chain holds
+    a count's log weight in one float, where ``1e300 + log 2`` would lose the ``log 2``."""
+    theta, f, shift = _moderate(theta, f)
     prob = _Clamped(theta, f)
     n = prob.n_free
     kmax = n if max_count is None else max(0, min(n, max_count - prob.n_on))
@@ -48,16 +52,15 @@ def _chain_core(theta: np.ndarray, f: np.ndarray, max_count: int | None = None):
     (_, _, lz, _), (log1, log0, alpha) = _run_chain_stack(theta[None, :], f[None, :], cap)
     logz = lz[0]
     if not logz > -np.inf:
-        raise ValueError(NO_CONFIGURATION + ".")
+        raise ZeroPartitionError(NO_CONFIGURATION + ".")
     logw = alpha[n * (kmax + 1) : (n + 1) * (kmax + 1)]
     log_odds = theta.copy()  # clamped variables keep their ±inf
     log_odds[prob.free] = log1[:n] - log0[:n]
     pi = np.zeros(n + 1)
-    with np.errstate(invalid="ignore"):
-        pi[: kmax + 1] = np.exp(logw + prob.f_eff[: kmax + 1] - logz)
+    # shifted by the maximum and divided by the sum (not exp(x - log Z), whose rounding need not sum to 1)
+    pi[: kmax + 1] = normalize_log(logw + prob.f_eff[: kmax + 1])[0]
     logz = logz + math.fsum(np.maximum(prob.theta_free, 0.0))
-    pi = np.nan_to_num(pi, nan=0.0)
-    return log_odds, prob.full_count(pi), float(logz)
+    return log_odds, prob.full_count(pi), float(logz) + shift
 
 
 def chain_marginals(theta, f, *, max_count: int | None = None) -> CardinalityMarginals:
@@ -79,6 +82,11 @@ def chain_marginals(theta, f, *, max_count: int | None = None) -> CardinalityMar
     -------
     CardinalityMarginals
         As :func:`~tractable.cardinality.marginals`, with ``method`` ``"chain"``.
+
+    Raises
+    ------
+    ValueError, ZeroPartitionError
+        As :func:`~tractable.cardinality.marginals`.
 
     Examples
     --------

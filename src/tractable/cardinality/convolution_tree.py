@@ -10,7 +10,9 @@ the largest entry of a message only, so the passes run on an *exponentially tilt
 t`` and ``f(k) + t k`` define the same distribution) centred where the posterior count mass lies;
 counts outside a pass's well-resolved window are bounded by log-concavity, and further passes run
 while they could carry more than 3e-13 of the probability. The bottom levels of the tree, below the
-FFT crossover, are direct convolutions in one compiled call per pass (:mod:`._direct_levels`).
+FFT crossover, are direct convolutions in one compiled call per pass (:mod:`._direct_levels`). A
+model with finite scores above 2**20 in magnitude is first reduced to an equivalent one of moderate
+scores (:mod:`._huge`), which every core and public function runs on.
 
 A count potential that is affine in the count (``f(k) = a + b k``, ``f = 0`` included) factorizes
 the model: the variables are independent with log-odds ``theta + b`` and the count is
@@ -33,10 +35,12 @@ import time
 
 import numpy as np
 
+from .._errors import ZeroPartitionError
 from .._random import streams
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
 from .._validate import as_float_array, check_int, check_options, check_rng, resolve_method
 from ._convolve import DEFAULT_CROSSOVER, METHODS
+from ._huge import exact_sum_best, needs_reduction, out_of_range, reduce_huge, to_float
 from ._result import CardinalityMarginals, exact_result
 from ._tilted import _affine_slope, _locate
 from ._tree import NO_CONFIGURATION
@@ -91,9 +95,10 @@ def _validate_marginals_args(theta, f, task: str | None = None, size: int = 0) -
     Raises
     ------
     ValueError, TypeError
-        Wrong shapes or types, NaN, ``+inf`` in ``f``, no configuration of non-zero probability
-        (``f`` is ``-inf`` at every count reachable given the clamped variables), or a problem too large
-        for this machine's memory.
+        Wrong shapes or types, NaN, ``+inf`` in ``f``, or a problem too large for this machine's memory.
+    ZeroPartitionError
+        No configuration of non-zero probability (``f`` is ``-inf`` at every count reachable given the
+        clamped variables); a ``ValueError`` too.
     """
     theta = as_float_array(theta, "theta", ndim=1, allow_posinf=True)
     n_vars = theta.shape[0]
@@ -105,11 +110,11 @@ def _validate_marginals_args(theta, f, task: str | None = None, size: int = 0) -
             f"`f` must have n_variables + 1 = {n_vars + 1} entries (one per count 0..{n_vars}); got {f.shape[0]}."
         )
     if not np.any(f > -np.inf):
-        raise ValueError(f"`f` is -inf at every count: {NO_CONFIGURATION}.")
+        raise ZeroPartitionError(f"`f` is -inf at every count: {NO_CONFIGURATION}.")
     n_on = int(np.count_nonzero(np.isposinf(theta)))
     n_off = int(np.count_nonzero(np.isneginf(theta)))
     if not np.any(f[n_on : n_vars - n_off + 1] > -np.inf):
-        raise ValueError(
+        raise ZeroPartitionError(
             f"{NO_CONFIGURATION}: with {n_on} variables clamped on and "
             f"{n_off} clamped off by `theta`, `f` is -inf at every reachable count "
             f"{n_on}..{n_vars - n_off}."
@@ -125,6 +130,22 @@ def _validate_options(method, crossover) -> int:
     return DEFAULT_CROSSOVER if crossover is None else check_int(crossover, "crossover", minimum=1)
 
 
+def _moderate(theta: np.ndarray, f: np.ndarray, *, check_range: bool = True) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(theta, f, shift)``: the model itself (``shift`` 0) or, when a finite score exceeds
+    :data:`._huge.HUGE` in magnitude, the equivalent model of moderate scores with ``log Z = log Z2 +
+    shift`` (:func:`._huge.reduce_huge`, which refuses a ``log Z`` beyond float64's range)."""
+    if needs_reduction(theta, f) and np.any(np.isfinite(theta)):
+        return reduce_huge(theta, f, check_range=check_range)
+    return theta, f, 0.0
+
+
+def _normalized(log_p: np.ndarray) -> np.ndarray:
+    """``exp(log_p)`` shifted by its maximum and divided by its sum: sums to 1 to rounding (``log_p``,
+    nearly normalized already, may be off by the rounding of a large ``log Z`` subtracted from it)."""
+    w = np.exp(log_p - np.max(log_p))
+    return w / w.sum()
+
+
 class _Clamped:
     """``theta`` and ``f`` with the clamped variables (``theta = ±inf``) taken out. No checks."""
 
@@ -138,7 +159,7 @@ class _Clamped:
         self.theta_free = theta if self.n_free == self.n_vars else theta[self.free]
         self.f_eff = f[self.n_on : self.n_on + self.n_free + 1]
         if not np.any(self.f_eff > -np.inf):
-            raise ValueError(NO_CONFIGURATION + ".")
+            raise ZeroPartitionError(NO_CONFIGURATION + ".")
 
     def full_count(self, pi_free: np.ndarray) -> np.ndarray:
         out = np.zeros(self.n_vars + 1)
@@ -193,12 +214,13 @@ def _marginals_core(
     ValueError
         ``f`` is ``-inf`` at every count reachable given the clamped variables.
     """
+    theta, f, shift = _moderate(theta, f)
     prob = _Clamped(theta, f)
     if prob.n_free == 0:
-        return theta.copy(), prob.full_count(np.ones(1)), float(prob.f_eff[0]), 0
+        return theta.copy(), prob.full_count(np.ones(1)), float(prob.f_eff[0]) + shift, 0
     slope = _affine_slope(prob.f_eff) if affine_shortcut else None
     passes, logpi, owner, logz = _locate(prob, method, crossover, slope=slope)
-    pi = np.exp(logpi)
+    pi = _normalized(logpi)
     if slope is not None:
         log1 = prob.theta_free + slope
     else:
@@ -208,7 +230,7 @@ def _marginals_core(
     else:
         log_odds = theta.copy()  # clamped variables keep their ±inf
         log_odds[prob.free] = log1
-    return log_odds, prob.full_count(pi), float(logz), len(passes)
+    return log_odds, prob.full_count(pi), float(logz) + shift, len(passes)
 
 
 def _log_odds_downward(prob: _Clamped, passes: list, logpi: np.ndarray, owner: np.ndarray) -> np.ndarray:
@@ -273,15 +295,19 @@ def marginals(theta, f, *, method: str = "auto", crossover: int | None = None) -
     ------
     ValueError
         If ``f`` does not have D + 1 entries, ``theta`` or ``f`` contain NaN, ``f`` contains
-        ``+inf``, no configuration has non-zero probability, ``method`` is unknown or
-        ``crossover`` is given with a method other than ``"auto"``.
+        ``+inf``, ``method`` is unknown, ``crossover`` is given with a method other than ``"auto"``,
+        or ``log Z`` lies beyond float64's range (finite scores near 1e308 adding up past it).
+    ZeroPartitionError
+        No configuration has non-zero probability (a ``ValueError`` too).
 
     Notes
     -----
     Convolution tree of [1]_, Sec. 5, on an exponentially tilted copy of the model (see the module
     docstring); O(D log^2 D) time and O(D log D) memory for one tilt. Marginals are formed as
     ``sigmoid(±(log mass(y_d = 1) - log mass(y_d = 0)))``, so tiny marginals (and their
-    complements) keep their relative accuracy.
+    complements) keep their relative accuracy. Finite scores of any magnitude are allowed: above
+    2**20 the model is first reduced to an equivalent one of moderate scores (:mod:`._huge`), so that
+    huge scores that cancel in the configurations that matter leave the O(1) ones exact.
 
     References
     ----------
@@ -311,10 +337,11 @@ def _log_partition_core(
     theta: np.ndarray, f: np.ndarray, method: str = "auto", crossover: int = DEFAULT_CROSSOVER
 ) -> float:
     """``log Z`` on trusted input (as :func:`_marginals_core`), by upward passes only."""
+    theta, f, shift = _moderate(theta, f)
     prob = _Clamped(theta, f)
     if prob.n_free == 0:
-        return float(prob.f_eff[0])
-    return float(_locate(prob, method, crossover, slope=_affine_slope(prob.f_eff))[3])
+        return float(prob.f_eff[0]) + shift
+    return float(_locate(prob, method, crossover, slope=_affine_slope(prob.f_eff))[3]) + shift
 
 
 def log_partition(theta, f, *, method: str = "auto", crossover: int | None = None) -> float:
@@ -370,6 +397,7 @@ def sample(theta, f, *, size: int = 1, rng=None, method: str = "auto", crossover
     theta, f = _validate_marginals_args(theta, f, "sample", size)
     crossover = _validate_options(method, crossover)
     rng = check_rng(rng)
+    theta, f, _ = _moderate(theta, f, check_range=False)  # sampling needs no log Z
     prob = _Clamped(theta, f)
     if prob.n_free == 0 or size == 0:
         out = np.zeros((size, prob.n_vars), dtype=np.uint8)
@@ -414,7 +442,15 @@ def map_assignment(theta, f) -> MAPResult:
     MAPResult
         ``assignment`` (D,) int64, ``score`` (``theta . y + f(sum y)`` over the free variables),
         ``time``, ``method`` ``"sort_scan"``, ``status`` ``"optimal"``. Ties go to the smallest
-        count, then to the smallest variable indices.
+        count, then to the smallest variable indices. Scores above 2**20 in magnitude are summed
+        exactly (no rounding decides the maximum).
+
+    Raises
+    ------
+    ValueError
+        As :func:`marginals`, and when the best score lies beyond float64's range.
+    ZeroPartitionError
+        No configuration has non-zero probability.
 
     Examples
     --------
@@ -428,13 +464,22 @@ def map_assignment(theta, f) -> MAPResult:
     prob = _Clamped(theta, f)
     y = np.where(prob.on, 1, 0).astype(np.int64)
     order = np.argsort(-prob.theta_free, kind="stable")
-    cums = np.concatenate([[0.0], np.cumsum(prob.theta_free[order])])
-    scores = cums + prob.f_eff
-    k = int(np.argmax(scores))
+    if needs_reduction(prob.theta_free, prob.f_eff):
+        # huge scores: every count's best score exactly (no rounding decides the argmax, no overflow)
+        best, p = exact_sum_best(prob.theta_free[order], prob.f_eff)
+        k = max(np.flatnonzero(prob.f_eff > -np.inf), key=best.__getitem__)  # the first of the ties
+        score = to_float(best[k], p)
+        if not np.isfinite(score):
+            raise out_of_range(score)
+    else:
+        cums = np.concatenate([[0.0], np.cumsum(prob.theta_free[order])])
+        scores = cums + prob.f_eff
+        k = int(np.argmax(scores))
+        score = float(scores[k])
     y[prob.free[order[:k]]] = 1
     return MAPResult(
         assignment=frozen_array(y),
-        score=float(scores[k]),
+        score=score,
         time=time.perf_counter() - t0,
         method="sort_scan",
         message=stop_message(OPTIMAL, "sort_scan", 0),

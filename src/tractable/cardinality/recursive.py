@@ -19,9 +19,11 @@ import time
 import numpy as np
 
 from .._count_tree import CountTree, build_structure, validate_structure
+from .._errors import ZeroPartitionError
 from .._random import streams
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
-from .._validate import as_binary_assignment, as_float_array, check_int, check_rng
+from .._validate import as_binary_assignment, as_float_array, check_int, check_magnitude, check_rng
+from ._huge import HUGE
 from ._kernels import sample_descent
 from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION, backtrack_max, downward, flat_messages, internal_order, upward, upward_max
@@ -30,10 +32,18 @@ from .convolution_tree import _validate_options
 __all__ = ["RecursiveCardinalityModel"]
 
 
+#: finite scores larger than this in magnitude are refused: the messages are linear-space vectors with a log
+#: scale per row, in which a count far below its row's largest entry underflows to 0 and is lost even when a
+#: count potential further up would make it likely (a score near 1e300 swallows every O(1) weight)
+MAX_SCORE = HUGE
+_WHY = "RecursiveCardinalityModel's messages are linear-space vectors; use ±inf to clamp a variable or forbid a count"
+
+
 def _validate_unary(unary, n: int) -> np.ndarray:
     theta = np.zeros(n) if unary is None else as_float_array(unary, "unary", ndim=1, allow_posinf=True)
     if theta.shape != (n,):
         raise ValueError(f"`unary` must have shape ({n},); got {theta.shape}.")
+    check_magnitude(theta, "unary", MAX_SCORE, _WHY)
     theta.flags.writeable = False
     return theta
 
@@ -46,7 +56,7 @@ def _leaf_log_weights(structure: CountTree, unary: np.ndarray) -> np.ndarray:
     logw[np.isposinf(unary)] = [-np.inf, 0.0]
     logw += structure.leaf_potentials
     if np.any(np.all(np.isneginf(logw), axis=1)):
-        raise ValueError(NO_CONFIGURATION + ".")
+        raise ZeroPartitionError(NO_CONFIGURATION + ".")
     logw.flags.writeable = False
     return logw
 
@@ -77,8 +87,10 @@ class RecursiveCardinalityModel:
     ------
     ValueError
         For non-nested subsets (naming the two offending subsets), indices out of range,
-        repeated indices, a potential of the wrong length, NaN or ``+inf``, or a model in which
-        no configuration has non-zero probability.
+        repeated indices, a potential of the wrong length, NaN or ``+inf``, or finite scores larger
+        than :data:`MAX_SCORE` (2**20) in magnitude.
+    ZeroPartitionError
+        A model in which no configuration has non-zero probability (a ``ValueError`` too).
 
     Notes
     -----
@@ -110,6 +122,8 @@ class RecursiveCardinalityModel:
     ):
         crossover = _validate_options(method, crossover)
         n, subs, pots = validate_structure(n_variables, subsets, count_potentials)
+        for i, pot in enumerate(pots):
+            check_magnitude(np.asarray(pot, dtype=np.float64), f"count_potentials[{i}]", MAX_SCORE, _WHY)
         structure = build_structure(n, subs, pots)
         self._init(structure, _validate_unary(unary, n), method, crossover)
 
@@ -292,7 +306,7 @@ class RecursiveCardinalityModel:
         root = msgs[h][r, : t.size[t.root] + 1]
         k = int(np.argmax(root))
         if not root[k] > -np.inf:
-            raise ValueError(NO_CONFIGURATION + ".")
+            raise ZeroPartitionError(NO_CONFIGURATION + ".")
         y = backtrack_max(t, msgs, k) if t.n_nodes > 1 else np.array([k])
         y = y.astype(np.int64)
         return MAPResult(

@@ -34,11 +34,13 @@ import time
 
 import numpy as np
 
+from .._errors import ZeroPartitionError
 from .._forest import check_forest, traversal
 from .._logspace import normalize_log
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
-from .._validate import as_binary_assignment, as_float_array, check_int, check_rng
+from .._validate import as_binary_assignment, as_float_array, check_int, check_magnitude, check_rng
 from ._convolve import _as_kernel_rows
+from ._huge import HUGE
 from ._kernels import MAXPLUS, direct_rows
 from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
@@ -46,10 +48,17 @@ from ._tree import NO_CONFIGURATION
 __all__ = ["TreeCardinalityModel"]
 
 
+#: finite scores larger than this in magnitude are refused: the messages are linear-space vectors with a log
+#: scale, in which a count far below its vector's largest entry underflows to 0 and is lost even when the count
+#: potential makes it likely (a score near 1e300 swallows every O(1) weight, and ``tilt * k`` overflows)
+MAX_SCORE = HUGE
+_WHY = "TreeCardinalityModel's messages are linear-space vectors; use ±inf to clamp a variable or forbid a count"
+
+
 def _norm(x: np.ndarray):
     m = x.max()
     if not m > 0:
-        raise ValueError(NO_CONFIGURATION + ".")
+        raise ZeroPartitionError(NO_CONFIGURATION + ".")
     return x / m, float(np.log(m))
 
 
@@ -87,7 +96,9 @@ class TreeCardinalityModel:
     ------
     ValueError
         For edges out of range, self loops, repeated edges, cycles, wrong shapes, NaN or
-        ``+inf`` potentials, or when no configuration has non-zero probability.
+        ``+inf`` potentials, or finite potentials larger than :data:`MAX_SCORE` (2**20) in magnitude.
+    ZeroPartitionError
+        When no configuration has non-zero probability (a ``ValueError`` too).
 
     Notes
     -----
@@ -114,11 +125,13 @@ class TreeCardinalityModel:
         if f.shape[0] != n + 1:
             raise ValueError(f"`count_potential` must have n_variables + 1 = {n + 1} entries; got {f.shape[0]}.")
         if not np.any(f > -np.inf):
-            raise ValueError(f"`count_potential` is -inf at every count: {NO_CONFIGURATION}.")
+            raise ZeroPartitionError(f"`count_potential` is -inf at every count: {NO_CONFIGURATION}.")
         edges = check_forest(edges, n, "edges")
         pw = as_float_array(pairwise, "pairwise")
         if pw.shape != (edges.shape[0], 2, 2):
             raise ValueError(f"`pairwise` must have shape ({edges.shape[0]}, 2, 2); got {pw.shape}.")
+        for arr, name in ((theta, "unary"), (pw, "pairwise"), (f, "count_potential")):
+            check_magnitude(arr, name, MAX_SCORE, _WHY)
         self._n = n
         self._edges = frozen_array(edges)
         self._pairwise = frozen_array(pw)
@@ -198,13 +211,13 @@ class TreeCardinalityModel:
             for c in kids:
                 psi = np.exp(self._psi[c] - self._psi[c].max()) if np.isfinite(self._psi[c].max()) else None
                 if psi is None:
-                    raise ValueError(NO_CONFIGURATION + ".")
+                    raise ZeroPartitionError(NO_CONFIGURATION + ".")
                 g = psi @ M[c]  # g[s] = sum_s' psi[s, s'] M_c[s']
                 G[c] = (g, S[c] + self._psi[c].max())
                 acc = [np.convolve(acc[s], g[s]) for s in range(2)]
                 m = max(acc[0].max(), acc[1].max())
                 if not m > 0:
-                    raise ValueError(NO_CONFIGURATION + ".")
+                    raise ZeroPartitionError(NO_CONFIGURATION + ".")
                 acc = [a / m for a in acc]
                 sc += np.log(m) + G[c][1]
                 prefixes.append((acc[0], acc[1], sc))
@@ -232,7 +245,7 @@ class TreeCardinalityModel:
         with np.errstate(divide="ignore"):
             lb = np.log(total) + fl
         if not np.max(lb) > -np.inf:
-            raise ValueError(NO_CONFIGURATION + ".")
+            raise ZeroPartitionError(NO_CONFIGURATION + ".")
         u.count, lz = normalize_log(lb)
         u.logz = float(lz + stot)
         u.flog = fl
@@ -364,7 +377,7 @@ class TreeCardinalityModel:
         total = cpre[-1] + self._count_potential
         k = int(np.argmax(total))
         if not total[k] > -np.inf:
-            raise ValueError(NO_CONFIGURATION + ".")
+            raise ZeroPartitionError(NO_CONFIGURATION + ".")
         y = np.zeros(n, dtype=np.int64)
         count = np.zeros(n, dtype=np.int64)
         rem = k

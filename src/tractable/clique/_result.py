@@ -65,7 +65,13 @@ def make_result(
     function (public function -> core -> ``make_result`` -> ``warn_stopped``).
     """
     assignment = np.asarray(assignment, dtype=np.int64)
-    node, clique = score_parts(phi, potential, assignment)
+    with np.errstate(over="ignore", invalid="ignore"):  # refused just below
+        node, clique = score_parts(phi, potential, assignment)
+    if not node + clique < np.inf:  # +inf or NaN: a potential (e.g. a CountPotential) beyond float64's range
+        raise ValueError(
+            f"`phi` and `potential` must keep the labellings' scores within float64's range (about 1.8e308); "
+            f"got a score of {node + clique!r} (node scores {node!r}, clique potential {clique!r}): rescale them."
+        )
     message = stop_message(status, method, n_iter, detail)
     converged = status not in INACCURATE_STATUSES
     if not converged:

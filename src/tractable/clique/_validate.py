@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_float_array, as_index_array
+from .._validate import as_float_array, as_index_array, check_magnitude
 from ._kernels import KIND_GENERAL, KIND_MAJORITY, KIND_MAX, KIND_SUM
 from .potentials import CliquePotential
 
-__all__ = ["check_assignment", "check_clique", "check_init", "check_phi", "check_potential", "kernel_args", "tolerance"]
+__all__ = [
+    "check_assignment",
+    "check_clique",
+    "check_init",
+    "check_magnitudes",
+    "check_phi",
+    "check_potential",
+    "check_values",
+    "kernel_args",
+    "tolerance",
+]
 
 _KINDS = {"sum": KIND_SUM, "max": KIND_MAX, "majority": KIND_MAJORITY}
 
@@ -46,10 +56,56 @@ def check_potential(potential, n: int, m: int) -> CliquePotential:
     return potential
 
 
+#: a labelling's score (the node scores plus the clique potential) is kept within this magnitude: half of it
+#: for the sum of the n node scores, half for the potential, so that no sum the methods form overflows
+MAX_SCORE = 1e300
+
+
+def check_magnitudes(phi: np.ndarray, potential: CliquePotential) -> None:
+    """Refuse ``phi`` (n, m), or a stack (B, n, m), and potentials whose scores could overflow float64
+    (``inf`` scores, ``inf - inf = NaN`` in the sweeps): ``|phi| <= 5e299 / n``, and for the SUM / MAX /
+    MAJORITY families the potential's values at most ``5e299`` in magnitude (per label times ``m`` for SUM,
+    ``W`` times ``n``). A :class:`CountPotential` (any function) is checked on the result's score instead
+    (:func:`._result.make_result`)."""
+    n, m = phi.shape[-2:]
+    half = MAX_SCORE / 2
+    check_magnitude(phi, "phi", half / n, f"5e+299 / n for n = {n} nodes: the score of a labelling sums n of them")
+    if potential.family in ("sum", "max"):
+        width = m if potential.family == "sum" else 1
+        table = potential.table(n, m)
+        fin = table[np.isfinite(table)]
+        if fin.size and np.abs(fin).max() * width > half:
+            raise ValueError(
+                f"`potential` {potential!r} must keep its values within 5e+299 in magnitude for n = {n} nodes and "
+                f"m = {m} labels (so that labellings' scores stay within float64's range); its per-label function "
+                f"reaches {float(np.abs(fin).max())!r}{f' (times m = {m} labels)' if width > 1 else ''}."
+            )
+    elif potential.family == "majority":
+        w = np.asarray(potential.W, dtype=np.float64)
+        check_magnitude(w * n, "potential.W", half, f"times n = {n} nodes, at most 5e+299")
+
+
+def check_values(values, potential: CliquePotential) -> np.ndarray:
+    """The values of a potential on count vectors, as float64, refused when a finite one exceeds ``5e299``
+    in magnitude: a :class:`CountPotential` (any function) is checked where the methods evaluate it, so
+    that no sum of its values with node scores overflows."""
+    values = np.asarray(values, dtype=np.float64)
+    fin = np.isfinite(values)
+    if np.any(np.abs(values[fin]) > MAX_SCORE / 2):
+        raise ValueError(
+            f"`potential` {potential!r} must keep its values within 5e+299 in magnitude (so that labellings' "
+            f"scores stay within float64's range); got {float(values[fin][np.argmax(np.abs(values[fin]))])!r}."
+        )
+    return values
+
+
 def check_clique(phi, potential) -> tuple[np.ndarray, CliquePotential]:
-    """``(phi, potential)`` checked together: :func:`check_phi`, then :func:`check_potential`."""
+    """``(phi, potential)`` checked together: :func:`check_phi`, then :func:`check_potential`, then
+    :func:`check_magnitudes`."""
     phi = check_phi(phi)
-    return phi, check_potential(potential, *phi.shape)
+    potential = check_potential(potential, *phi.shape)
+    check_magnitudes(phi, potential)
+    return phi, potential
 
 
 def check_init(init, phi: np.ndarray) -> np.ndarray:

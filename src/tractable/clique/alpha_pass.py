@@ -27,7 +27,7 @@ from .._results import COMPLETED, OPTIMAL
 from .._validate import check_int
 from . import _kernels
 from ._result import CliqueMAPResult, make_result
-from ._validate import check_clique, kernel_args
+from ._validate import check_clique, check_values, kernel_args
 from .potentials import CliquePotential
 
 __all__ = ["alpha_pass", "generalized_alpha_pass"]
@@ -57,7 +57,7 @@ def _sweep_values_python(C0: np.ndarray, frm: np.ndarray, to: np.ndarray, potent
     np.add.at(steps, (rows, ks, to.ravel()), 1)
     np.add.at(steps, (rows, ks, frm.ravel()), -1)
     counts = C0[:, None, :] + np.cumsum(steps, axis=1)
-    return np.asarray(potential(counts), dtype=np.float64).reshape(P, n + 1)
+    return check_values(potential(counts), potential).reshape(P, n + 1)
 
 
 def _sweep_setup(in_lab, out_lab, in_val, out_val, m):

@@ -26,7 +26,7 @@ import numpy as np
 from .._results import COMPLETED, OPTIMAL, Result, frozen_array, stop_message
 from .._validate import as_float_array
 from . import _kernels
-from ._validate import check_potential, kernel_args
+from ._validate import check_magnitudes, check_potential, kernel_args
 from .alpha_pass import _sweep_setup, _sweep_values_python
 from .potentials import CliquePotential
 
@@ -136,6 +136,7 @@ def alpha_pass_batch(phi, potential) -> CliqueMAPBatch:
     t0 = time.perf_counter()
     phi = check_phi_stack(phi)
     potential = check_potential(potential, *phi.shape[1:])
+    check_magnitudes(phi, potential)
     return _alpha_pass_batch(phi, potential, t0)
 
 
@@ -153,7 +154,15 @@ def _alpha_pass_batch(phi: np.ndarray, potential: CliquePotential, t0: float) ->
     exact = potential.family == "max" or m <= 2
     status = OPTIMAL if exact else COMPLETED
     n_iter = 0 if m == 1 else m  # one sweep per label; a single label needs none
-    node, clique = _score_stack(phi, potential, labels)
+    with np.errstate(over="ignore", invalid="ignore"):  # refused just below
+        node, clique = _score_stack(phi, potential, labels)
+    bad = ~(node + clique < np.inf)
+    if bad.any():  # +inf or NaN: a potential (e.g. a CountPotential) beyond float64's range
+        b = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            "`phi` and `potential` must keep the labellings' scores within float64's range (about 1.8e308); got a "
+            f"score of {float(node[b] + clique[b])!r} for clique {b}: rescale them."
+        )
     return CliqueMAPBatch(
         assignment=frozen_array(labels),
         score=frozen_array(node + clique),

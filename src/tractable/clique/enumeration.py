@@ -18,7 +18,7 @@ from scipy.optimize import linear_sum_assignment
 from .._results import OPTIMAL
 from .._validate import check_int
 from ._result import CliqueMAPResult, make_result
-from ._validate import check_clique
+from ._validate import check_clique, check_values
 
 __all__ = ["compositions", "exact_clique_map", "n_compositions"]
 
@@ -84,7 +84,7 @@ def _exact_clique_map(phi, potential, t0) -> CliqueMAPResult:
     """:func:`exact_clique_map` on validated input (no limit on the number of count vectors)."""
     n, m = phi.shape
     comps = compositions(n, m)
-    cvals = np.asarray(potential(comps), dtype=np.float64).reshape(-1)
+    cvals = check_values(potential(comps), potential).reshape(-1)
     node_ub = float(np.max(phi, axis=1).sum())
     order = np.argsort(-cvals, kind="stable")
     fin = phi[np.isfinite(phi)]

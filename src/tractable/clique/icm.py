@@ -14,7 +14,7 @@ from .._results import CONVERGED, MAX_ITER_REACHED
 from .._validate import check_int, check_rng
 from . import _kernels
 from ._result import CliqueMAPResult, make_result
-from ._validate import check_clique, check_init, kernel_args, tolerance
+from ._validate import check_clique, check_init, check_values, kernel_args, tolerance
 
 __all__ = ["icm"]
 
@@ -31,7 +31,7 @@ def _icm_sweep_python(phi, labels, counts, order, potential, tol) -> int:
     for u in order:
         cur = labels[u]
         cand = counts - eye[cur] + eye  # (m, m): row y = counts with u relabelled y
-        vals = phi[u] + np.asarray(potential(cand), dtype=np.float64)
+        vals = phi[u] + check_values(potential(cand), potential)
         best = int(np.argmax(vals))
         if best != cur and vals[best] > vals[cur] + tol:
             labels[u] = best

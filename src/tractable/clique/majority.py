@@ -18,7 +18,7 @@ from .._validate import as_float_array, check_shape
 from . import _kernels
 from ._result import CliqueMAPResult, make_result
 from ._score import score_parts
-from ._validate import check_phi, tolerance
+from ._validate import check_magnitudes, check_phi, tolerance
 from .alpha_pass import _pick, _sweep_setup
 from .potentials import LinearMajority
 
@@ -33,6 +33,7 @@ def _check(phi, W):
         W = W.W
     w = as_float_array(W, "W", ndim=2, allow_neginf=False)
     check_shape(w, (m, m), "W")
+    check_magnitudes(phi, LinearMajority(w))
     return phi, w, LinearMajority(w)
 
 

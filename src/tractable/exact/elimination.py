@@ -32,14 +32,19 @@ import numpy as np
 
 from .._results import MAPResult, MarginalsResult
 from .._validate import as_index_array, check_choice, check_int
-from ..factorgraph import FactorGraph
+from ..factorgraph import FactorGraph, TableFactor
 from ._common import (
     DEFAULT_MAX_TABLE_SIZE,
+    HUGE,
     check_graph,
     check_task,
+    huge_top,
     map_result,
     marginals_result,
     no_support,
+    safe_sum,
+    shifted_table,
+    too_far_apart,
 )
 from ._relevance import relevant_groups
 from ._tables import broadcast_op, sum_to
@@ -251,17 +256,26 @@ def _buckets(factors, constant: float, order: list[int], linear: bool) -> tuple[
     """
     position = {v: i for i, v in enumerate(order)}
     buckets: list[list[_LogFactor]] = [[] for _ in order]
+    scalars, tops = [], []  # factors without variables; tops of the tables shifted (see shifted_table)
     for factor in factors:
         scope = [int(v) for v in factor.variables]
         perm = sorted(range(len(scope)), key=lambda i: position[scope[i]])
         table = np.ascontiguousarray(np.transpose(factor.to_table(), perm))
         f = _LogFactor(tuple(scope[i] for i in perm), table)
         if not f.scope:
-            constant += float(table)
+            scalars.append(float(table))
             continue
+        f.table, top = shifted_table(table)
+        tops.append(top)
         if linear:
             f.linearize()
         buckets[position[f.scope[0]]].append(f)
+    huge = any(tops) or any(np.isfinite(x) and abs(x) > HUGE for x in [constant, *scalars])
+    if huge and constant > -np.inf and all(x > -np.inf for x in scalars):
+        constant = safe_sum([constant, *scalars, *tops])  # huge terms: no partial sum overflows
+    else:
+        for x in scalars:
+            constant += x
     return position, buckets, constant
 
 
@@ -445,13 +459,30 @@ def _max_product(fg: FactorGraph, order: list[int]) -> np.ndarray:
             buckets[position[scope[1]]].append(_LogFactor(scope[1:], table.max(axis=0)))
         else:  # a root: the max of its connected component
             best += float(table.max())
-    if best == -np.inf:
-        raise no_support("the MAP assignment is")
+    if not best > -np.inf:  # -inf, or NaN: shifts summing past float64's range plus a -inf maximum
+        raise _no_mass(fg, "the MAP assignment is")
     assignment = np.zeros(n, dtype=np.int64)
     for step in range(n - 1, -1, -1):  # the variables of a cluster are eliminated after its own
         index = (slice(None),) + tuple(int(assignment[u]) for u in scopes[step][1:])
         assignment[order[step]] = int(np.argmax(tables[step][index]))
     return assignment
+
+
+def _no_mass(fg: FactorGraph, task: str) -> ValueError:
+    """Why no assignment has mass: :func:`._common.no_support` (a ``ZeroPartitionError``) when none avoids
+    every ``-inf`` entry, else the refusal of scores so far apart that every assignment's shifted score
+    overflowed to ``-inf`` (:func:`._common.too_far_apart`). Max-product over the 0 / ``-inf`` masks decides."""
+    if fg.constant > -np.inf and any(huge_top(f.to_table()) is not None for f in fg.factors):
+        masks = FactorGraph(fg.cardinalities)
+        for f in fg.factors:
+            masks.add_factor(TableFactor(f.variables, np.where(np.isfinite(f.to_table()), 0.0, -np.inf)))
+        try:
+            _max_product(masks, _order_of(masks.factors, range(masks.n_variables), masks.cardinalities)[0])
+        except ValueError:
+            pass
+        else:
+            return too_far_apart()
+    return no_support(task)
 
 
 def _validate_variable_elimination(fg, task, order, max_table_size) -> tuple[FactorGraph, str, list | None, int]:
@@ -490,7 +521,8 @@ def _variable_elimination(
             f"`max_table_size`={max_table_size}; the model's induced width is too large for exact inference."
         )
     if task == "map":
-        assignment = _max_product(fg, order)
+        with np.errstate(over="ignore"):  # shifted tables (<= 0) overflow only to -inf: weight 0
+            assignment = _max_product(fg, order)
         return map_result(assignment, fg.score(assignment), t0, METHOD)
     if groups is None:
         groups = [(fg.factors, order, biggest)]
@@ -498,9 +530,10 @@ def _variable_elimination(
     # with no group every factor is a normalized conditional table (see _relevance): Z = exp(constant)
     log_z = fg.constant
     for i, (factors, group_order, _) in enumerate(groups):
-        scopes, lins, sums, parent, group_log_z = _upward(factors, fg.constant, card, group_order)
-        if group_log_z == -np.inf:
-            raise no_support("the marginals are")
+        with np.errstate(over="ignore"):  # shifted tables (<= 0) overflow only to -inf: weight 0
+            scopes, lins, sums, parent, group_log_z = _upward(factors, fg.constant, card, group_order)
+        if not group_log_z > -np.inf:  # -inf, or NaN: shifts summing past float64's range plus no mass
+            raise _no_mass(fg, "the marginals are")
         log_z = group_log_z if i == 0 else log_z  # the same in every group, up to rounding
         for v, m in _downward(group_order, scopes, lins, sums, parent).items():
             marginals.setdefault(v, m)

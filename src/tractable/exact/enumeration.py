@@ -6,6 +6,7 @@ limited to small models, but it has no failure modes of its own.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -16,11 +17,14 @@ from .._validate import check_int
 from ..factorgraph import FactorGraph
 from ._common import (
     DEFAULT_MAX_STATES,
+    HUGE,
     check_graph,
+    huge_top,
     map_result,
     marginals_result,
     n_states,
     no_support,
+    safe_sum,
 )
 
 __all__ = ["enumerate_map", "enumerate_marginals"]
@@ -28,7 +32,14 @@ __all__ = ["enumerate_map", "enumerate_marginals"]
 METHOD = "enumerate"
 
 
-def _joint_log_table(fg: FactorGraph, max_states: int) -> np.ndarray:
+def _joint_log_table(fg: FactorGraph, max_states: int) -> tuple[np.ndarray, float | None]:
+    """``(joint, shift)``: the log-table of every assignment is ``joint + shift``.
+
+    ``shift`` is None (read 0) and ``joint`` the plain sum of the factors for ordinary models. When some log-potential
+    is huge (:func:`._common.shifted_table`), every table is shifted by its largest entry and the sum is
+    formed scaled by a power of two (exact), so no partial sum overflows; ``joint`` is then relative to its
+    largest entry (0), and an entry overflows to ``-inf`` only where its weight ``exp(entry)`` is 0 anyway.
+    """
     size = n_states(fg)
     if size > max_states:
         raise ValueError(
@@ -36,15 +47,34 @@ def _joint_log_table(fg: FactorGraph, max_states: int) -> np.ndarray:
             "use variable_elimination (or raise `max_states`)."
         )
     card = fg.cardinalities
-    joint = np.full(tuple(card), fg.constant, dtype=np.float64)
+    tables, tops = [], []
     for factor in fg.factors:
         scope = factor.variables
         order = np.argsort(scope)
         table = np.transpose(factor.to_table(), order)
         shape = np.ones(fg.n_variables, dtype=np.int64)
         shape[scope[order]] = card[scope[order]]
-        joint = joint + table.reshape(shape)
-    return joint
+        tables.append(table.reshape(shape))
+        tops.append(huge_top(table))
+    if all(top is None for top in tops) and not (np.isfinite(fg.constant) and abs(fg.constant) > HUGE):
+        joint = np.full(tuple(card), fg.constant, dtype=np.float64)
+        for table in tables:
+            joint = joint + table
+        return joint, None
+    # scaled by 2**-k (exact), every partial sum of the shifted tables stays far from overflow
+    k = (len(tables) + 2).bit_length() + 1
+    joint = np.zeros(tuple(card))
+    shifts = [math.ldexp(fg.constant, -k)]
+    for table, top in zip(tables, tops):
+        top = 0.0 if top is None else top
+        joint = joint + (np.ldexp(table, -k) - math.ldexp(top, -k))
+        shifts.append(math.ldexp(top, -k))
+    best = float(joint.max())
+    if best == -np.inf:  # no assignment avoids every -inf (the scaled sums never overflow)
+        return joint, None
+    with np.errstate(over="ignore"):  # beyond float64's range below the best: weight 0, as -inf
+        joint = np.ldexp(joint - best, k)
+    return joint, safe_sum([*shifts, best], k)  # ±inf beyond float64's range: refused by the results
 
 
 def _validate_enumerate(fg, max_states) -> tuple[FactorGraph, int]:
@@ -54,24 +84,26 @@ def _validate_enumerate(fg, max_states) -> tuple[FactorGraph, int]:
 def _enumerate_marginals(fg: FactorGraph, max_states: int = DEFAULT_MAX_STATES) -> MarginalsResult:
     """Core of :func:`enumerate_marginals` (trusts its input)."""
     t0 = time.perf_counter()
-    p, lz = normalize_log(_joint_log_table(fg, max_states))
+    joint, shift = _joint_log_table(fg, max_states)
+    p, lz = normalize_log(joint)
     if lz == -np.inf:
         raise no_support("the marginals are")
     n = fg.n_variables
     marginals = [p.sum(axis=tuple(j for j in range(n) if j != i)) for i in range(n)]
-    return marginals_result(marginals, lz, t0, METHOD)
+    return marginals_result(marginals, lz if shift is None else lz + shift, t0, METHOD)
 
 
 def _enumerate_map(fg: FactorGraph, max_states: int = DEFAULT_MAX_STATES) -> MAPResult:
     """Core of :func:`enumerate_map` (trusts its input)."""
     t0 = time.perf_counter()
-    joint = _joint_log_table(fg, max_states)
+    joint, shift = _joint_log_table(fg, max_states)
     flat = int(np.argmax(joint))
     best = float(joint.flat[flat])
     if best == -np.inf:
         raise no_support("the MAP assignment is")
     assignment = np.array(np.unravel_index(flat, joint.shape), dtype=np.int64).reshape(fg.n_variables)
-    return map_result(assignment, best, t0, METHOD)
+    # with huge scores, the assignment's own score (summed without overflow) rather than best + shift
+    return map_result(assignment, best if shift is None else fg.score(assignment), t0, METHOD)
 
 
 def _enumerate(fg: FactorGraph, task: str) -> MarginalsResult | MAPResult:

@@ -26,6 +26,64 @@ from .bound import gap, row_dual_bound
 __all__: list[str] = []
 
 
+#: HiGHS treats matrix entries of this magnitude or more as infinite (its ``large_matrix_value``)
+MAX_COEFFICIENT = 1e15
+#: both solvers treat bounds (our constants) and HiGHS costs (our weights) of this magnitude as infinite
+#: (HiGHS's ``infinite_bound`` and ``infinite_cost``, Clarabel's presolve)
+MAX_CONSTANT = MAX_WEIGHT = 1e20
+
+
+def _check_magnitudes(model, method: str) -> None:
+    """Refuse coefficients, constants and weights the solvers cannot represent (they would read them as
+    infinite: HiGHS then reports a feasible model infeasible, Clarabel fails with NaN), naming the argument,
+    the potential or constraint, and the limit."""
+    checks = []
+    pot, con = model.potential_arrays(), model.constraint_arrays()
+    for what, arrays in (("potential", pot), ("constraint", con)):
+        checks.append((arrays["coefficients"], arrays["indptr"], "coefficients", what, MAX_COEFFICIENT))
+        checks.append((arrays["constants"], None, "constants", what, MAX_CONSTANT))
+    checks.append((pot["weights"], None, "weights", "potential", MAX_WEIGHT))
+    for values, indptr, name, what, limit in checks:
+        big = np.flatnonzero(np.abs(values) >= limit)
+        if big.size:
+            i = int(big[0])
+            row = i if indptr is None else int(np.searchsorted(indptr, i, side="right") - 1)
+            raise ValueError(
+                f"`{name}` of {what} {row} must be below {limit:.0e} in magnitude for `method`={method!r} (the "
+                f"solver reads larger values as infinite); got {float(values[i])!r}. Rescale the model, or use "
+                "`method`='admm'."
+            )
+
+
+def _constraints_feasible(comp) -> bool:
+    """Whether the hard constraints (with the box ``[0, 1]``) admit a point: an LP with zero cost (HiGHS).
+    Called when a solver reports infeasibility, to tell a numerical failure from an infeasible model."""
+    from scipy.optimize import linprog
+
+    n = comp.free.size
+    kind = comp.kind
+    leq, eq = np.flatnonzero(kind == _kernels.KIND_LEQ), np.flatnonzero(kind == _kernels.KIND_EQ)
+    if leq.size == 0 and eq.size == 0:
+        return True
+    res = linprog(
+        np.zeros(n),
+        A_ub=_term_matrix(comp, leq, n) if leq.size else None,
+        b_ub=-comp.const[leq] if leq.size else None,
+        A_eq=_term_matrix(comp, eq, n) if eq.size else None,
+        b_eq=-comp.const[eq] if eq.size else None,
+        bounds=(0.0, 1.0),
+        method="highs",
+    )
+    return res.status != 2
+
+
+def _checked_infeasible(comp, status: str, detail: str) -> tuple[str, str]:
+    """An ``"infeasible"`` claim kept only when the constraints are infeasible indeed; else ``"error"``."""
+    if status == INFEASIBLE and _constraints_feasible(comp):
+        return ERROR, f"{detail} (reported infeasible, but the constraints admit a point: a numerical failure)"
+    return status, detail
+
+
 def _term_matrix(comp, rows: np.ndarray, n_free: int) -> sp.csr_matrix:
     full = sp.csr_matrix((comp.coef, comp.idx, comp.indptr), shape=(comp.indptr.size - 1, n_free))
     return full[rows]
@@ -74,6 +132,7 @@ def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
     kind = comp.kind
     if np.any(kind == _kernels.KIND_SQUARED):
         raise ValueError("`method`='highs' solves only models whose potentials all have p = 1; use 'clarabel'.")
+    _check_magnitudes(model, "highs")
     n = comp.free.size
     pot = np.flatnonzero(kind == _kernels.KIND_HINGE)
     leq = np.flatnonzero(kind == _kernels.KIND_LEQ)
@@ -96,6 +155,7 @@ def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
         a_ub = b_ub = None
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=options)
     status = {0: OPTIMAL, 2: INFEASIBLE, 1: TIME_LIMIT_REACHED}.get(res.status, ERROR)
+    status, detail = _checked_infeasible(comp, status, f"HiGHS: {res.message}")
     xfree = res.x[:n] if res.x is not None and status in (OPTIMAL, TIME_LIMIT_REACHED) else None
     theta = None
     if status == OPTIMAL:
@@ -114,7 +174,7 @@ def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
         n_iter=getattr(res, "nit", 0) or 0,
         t0=t0,
         method="highs",
-        detail=f"HiGHS: {res.message}",
+        detail=detail,
         theta=theta,
     )
 
@@ -132,6 +192,7 @@ def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
         raise ImportError("`method`='clarabel' needs the clarabel package: pip install 'tractable[ref]'.") from err
     t0 = time.perf_counter()
     comp = model._compile()
+    _check_magnitudes(model, "clarabel")
     kind = comp.kind
     n = comp.free.size
     pot = np.flatnonzero((kind == _kernels.KIND_HINGE) | (kind == _kernels.KIND_SQUARED))
@@ -173,6 +234,7 @@ def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
         status = TIME_LIMIT_REACHED
     else:
         status = ERROR
+    status, detail = _checked_infeasible(comp, status, f"Clarabel status {name}")
     xfree = np.asarray(sol.x)[:n] if status in (OPTIMAL, TIME_LIMIT_REACHED) else None
     theta = None
     if status == OPTIMAL:
@@ -189,6 +251,6 @@ def _solve_clarabel(model, *, time_limit: float | None) -> MPEResult:
         n_iter=sol.iterations,
         t0=t0,
         method="clarabel",
-        detail=f"Clarabel status {name}",
+        detail=detail,
         theta=theta,
     )

@@ -96,7 +96,9 @@ def adaptive_mmp(
     Raises
     ------
     ValueError
-        Non-binary variables, ``epsilon`` outside (0, 0.5), ``max_sweeps < 1``, no feasible start.
+        Non-binary variables, ``epsilon`` outside (0, 0.5), ``max_sweeps < 1``, no feasible start, or a
+        decided assignment whose score lies beyond float64's range (finite log-potentials near 1e308 that
+        add up past it).
 
     Notes
     -----
@@ -208,13 +210,19 @@ def adaptive_mmp(
         sub_confidence, sub_count = confidence, count
         confidence, count = np.ones(full.n_variables), np.zeros(full.n_variables, dtype=np.int64)
         confidence[kept], count[kept] = sub_confidence, sub_count
+    score = float(full.score(assignment))  # summed without intermediate overflow: +inf only beyond range
+    if score == np.inf:
+        raise ValueError(
+            "`fg` must keep the scores of its labellings within float64's range (about 1.8e308); got a decided "
+            "assignment whose score overflows: rescale the factors' log-potentials."
+        )
     detail = f"{n - n_active} of {n} decisions {eps:g}-confident after {done} sweeps"
     msg = stop_message(status, "adaptive_mmp", done, detail)
     if status != CONVERGED:
         warn_stopped(msg)
     return MMPResult(
         assignment=frozen_array(assignment),
-        score=float(full.score(assignment)),
+        score=score,
         marginals=frozen_array(marginals),
         confidence=frozen_array(confidence),
         samples_per_variable=frozen_array(count),
