@@ -500,6 +500,12 @@ class _Problem:
                 elif prev is not None:
                     opts["warm_start"] = prev
             res = solve(m, **opts)
+            if res.status == "infeasible" and ("x0" in opts or "warm_start" in opts):
+                # a warm start must not change the answer: compiled ADMM can end a warm-started run of a
+                # feasible program with a consensus-step constraint violated; the cold run decides
+                opts.pop("x0", None)
+                opts.pop("warm_start", None)
+                res = solve(m, **opts)
         self.solve_time += time.perf_counter() - t0
         self.n_solves += 1
         self.n_iter += int(res.n_iter)
