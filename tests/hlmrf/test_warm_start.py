@@ -79,39 +79,3 @@ def test_warm_start_errors():
     other = HLMRF(N + 1)
     with pytest.raises(ValueError, match="variables"):
         solve(other, warm_start=first)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: compiled ADMM (not NUMBA_DISABLE_JIT) started at this x0 drives one simplex group's consensus "
-    "values to 0 by iteration 10 and ends 'infeasible'; the learners re-solve cold when a warm start ends so",
-)
-def test_x0_from_another_weight_vector_on_a_psl_program_with_simplex_constraints():
-    """A generated CiteSeer learn split (one simplex constraint per paper, consensus-step constraints): the MAP
-    state at one weight vector starts ADMM at another; it must converge to the certified optimum of a cold
-    start, never report the (feasible) program infeasible."""
-    import importlib.util
-    import sys
-    import tempfile
-    import warnings
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "psl" / "_generate.py"
-    spec = importlib.util.spec_from_file_location("_warm_start_generate", path)
-    gen = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = gen
-    spec.loader.exec_module(gen)
-    from tractable.psl import Model
-
-    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        cfg = gen.generate("citeseer", d, scale=30, rng=0)
-        m = Model.from_json(cfg, split="learn")
-        start = solve(m.ground().hlmrf)
-        m.set_weights([0.01, 0.01, 1.0, 0.001, 0.01, 10.0, 0.1, 0.1, 0.1, 0.1])
-        hl = m.ground().hlmrf
-        cold = solve(hl)
-        warm = solve(hl, x0=start.x, max_iter=2000)  # the bug shows by iteration 10
-        m.close()
-    assert cold.converged and warm.converged, warm.message
-    assert abs(warm.objective - cold.objective) <= 2 * 5e-4 * max(1.0, abs(cold.objective))

@@ -404,3 +404,29 @@ def test_search_needs_atoms_with_truth_to_score():
     m.evaluators = {"Tgt/1": [{"evaluator": "CategoricalEvaluator"}]}  # arity 1: nothing left to group by
     with pytest.raises(ValueError, match="every argument is a category"):
         m.learn(method="GridSearch", weights="1")
+
+
+def test_a_warm_started_candidate_that_ends_infeasible_is_solved_cold(monkeypatch):
+    """A warm start must not change the answer: when ADMM started at ``x0`` reports a feasible program
+    infeasible (seen with compiled ADMM on a generated CiteSeer), the candidate is solved again from zeros and
+    the search gives what it gives without warm starts."""
+    import tractable.hlmrf as hlmrf
+
+    real = hlmrf.solve
+    calls = []
+
+    def flaky(model, **opts):
+        calls.append("x0" in opts)
+        res = real(model, **opts)
+        if "x0" in opts:
+            from dataclasses import replace
+
+            return replace(res, status="infeasible", converged=False)
+        return res
+
+    cold = _search("GridSearch", weights=GRID, warm_start=False)
+    monkeypatch.setattr(hlmrf, "solve", flaky)
+    warm = _search("GridSearch", weights=GRID)
+    assert any(calls) and not all(calls)  # warm-started, then solved cold
+    np.testing.assert_array_equal(warm.weights, cold.weights)
+    np.testing.assert_allclose(warm.loss, cold.loss, atol=1e-9)
