@@ -172,6 +172,9 @@ class Fused(_InProcess):
             self.scratch = _kernels.general_scratch(indptr, n_fast, self.chunks.size - 1)
         else:
             self.scratch = _kernels.general_scratch(indptr, n_fast)
+            # the one-thread kernels' work arrays (the parallel ones allocate per run)
+            self.work = _kernels.admm_work(n_free, self.counts, self.zcons[1].size)
+            self.cert_work = bound.certificate_work(n_free, self.counts, self.zcons[1].size)
         self.cert_scratch = _kernels.general_scratch(indptr, n_fast)
 
     def step(self, k: int, rho: float) -> int:
@@ -180,7 +183,9 @@ class Fused(_InProcess):
         if self.parallel:
             runs = (self.chunks, self.ipr, self.run_counts)
             return _kernels.admm_steps_parallel(*self.terms, self.cnt, *runs, *state, *zcons, self.scratch, self.bp)
-        return _kernels.admm_steps(*self.terms, *self.counts, self.cnt, *state, *zcons, self.scratch, self.bp)
+        return _kernels.admm_steps(
+            *self.terms, *self.counts, self.cnt, *state, *zcons, self.scratch, self.bp, self.work
+        )
 
     def certify(self, averaged: bool = False):
         cert = self.cert
@@ -193,7 +198,16 @@ class Fused(_InProcess):
             )
         else:
             bound.certificate_pass(
-                *self.terms, *self.counts, y, self.z, *zcons, self.max_copies, cert, self.cert_scratch, self.bp
+                *self.terms,
+                *self.counts,
+                y,
+                self.z,
+                *zcons,
+                self.max_copies,
+                cert,
+                self.cert_scratch,
+                self.bp,
+                self.cert_work,
             )
         return self.comp.offset + cert[0], self.comp.offset + cert[1], cert[2]
 

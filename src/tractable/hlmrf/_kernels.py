@@ -24,6 +24,15 @@ interpolated on the one linear piece that brackets it. The terms of a block are 
 these come first (:func:`fast_counts`), and their loop is vectorized by the compiler (AVX-512 on
 the benchmark machine): 3-4x less time per term than the general code, whose data-dependent
 branches stall on outcomes close to 50/50.
+
+Compilation (a solve's first call compiles :func:`admm_steps` and
+:func:`tractable.hlmrf.bound.certificate_pass`, nothing else, for the models that need no general
+code): the closed forms and the per-term updates of the vectorized loops live in
+:mod:`tractable.hlmrf._closed`, lowered straight to LLVM IR where the loops call them; the loops
+themselves are inlined into the two kernels (no kernel of their own, whose code would be compiled
+again in its caller); work arrays come from the callers (:func:`admm_work`; numba's allocation
+routines are not compiled); the general code (arity above two, constraints with local copies) is
+compiled only for the models that have such terms (a ``None`` work space prunes it).
 """
 
 from __future__ import annotations
@@ -32,6 +41,15 @@ import numpy as np
 from numba import prange
 
 from .._numba import njit
+from ._closed import (
+    pair_multiplier,
+    pair_projection,
+    pair_term_update,
+    pair_x,
+    projection_multiplier,
+    single_projection,
+    single_term_update,
+)
 
 KIND_HINGE = 0  # w * max(c·x + b, 0)
 KIND_SQUARED = 1  # w * max(c·x + b, 0) ** 2
@@ -48,7 +66,7 @@ def _clip01(v):
     return v
 
 
-@njit
+@njit(inline="always")
 def _g_at(d, sc, ds, c, s0, b, k, sgn, lam):
     """g(lam) = sgn*c · clip(d - lam*sgn*c*sc) + sgn*b."""
     s = sgn * b
@@ -218,95 +236,6 @@ def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
             root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
 
 
-#: fast-math flags of the vectorized loops over terms with at most two unknowns: sums may be
-#: reassociated (only the residual norms are sums), fused multiply-adds, no signed zeros; no
-#: assumption about NaN or infinities (the squared hinges use an infinite upper end)
-VECTOR_MATH = {"reassoc", "contract", "nsz"}
-
-#: decorator of the closed forms that the vectorized loops call: each is compiled once, with the
-#: loops' flags, and LLVM inlines it into every caller (``forceinline``: the loops still
-#: vectorize). Inlining them into the callers' numba IR instead (``inline="always"``) copied,
-#: typed and lowered their bodies again at every call site: most of the former 20 s of compilation.
-vector_inline = njit(forceinline=True, fastmath=VECTOR_MATH, error_model="numpy")
-
-
-@vector_inline
-def _pair_g(lam, d0, d1, c0, c1, e0, e1, b, ik):
-    """``c·clip(d - lam e) + b - ik lam`` for two unknowns."""
-    return b + c0 * min(max(d0 - lam * e0, 0.0), 1.0) + c1 * min(max(d1 - lam * e1, 0.0), 1.0) - ik * lam
-
-
-@vector_inline
-def _pair_keep(p, fp, lo, flo, hi, fhi):
-    """Bracket update: ``p`` replaces ``lo`` (largest point with F > 0) or ``hi`` (smallest with F <= 0)."""
-    pos = fp > 0.0
-    to_lo = pos and p > lo
-    to_hi = (not pos) and p < hi
-    return (p if to_lo else lo), (fp if to_lo else flo), (p if to_hi else hi), (fp if to_hi else fhi)
-
-
-@vector_inline
-def pair_multiplier(d0, d1, c0, c1, e0, e1, b, ik, top):
-    """The multiplier ``lam`` of a local problem or projection with at most two unknowns.
-
-    The minimizer is ``x = clip(d - lam e, 0, 1)`` (module docstring; ``e_i = c_i sc_i``, the
-    step scaled per component as in :func:`root_multiplier`, ``e = c`` for the ADMM local updates)
-    with ``lam`` the root in ``[0, top]`` of ``F(lam) = c·clip(d - lam e) + b - ik lam``:
-    ``ik = 0`` and ``top = w / rho`` for a hinge (``lam = top`` on the linear side, when
-    ``F(top) > 0``), ``ik = rho / (2 w)`` and ``top = inf`` for a squared hinge (``w > 0`` in both),
-    ``ik = 0`` and ``top = inf`` for a constraint ``<= 0`` (``inf`` when the hyperplane misses the
-    box: the caller takes the limit). ``lam = 0`` when ``F(0) <= 0`` (clip first). ``F`` is
-    continuous, non-increasing and linear between the breakpoints ``d_i / e_i`` and
-    ``(d_i - 1) / e_i``; evaluated at 0, ``top`` and the breakpoints clipped into ``[0, top]``,
-    the largest point with ``F > 0`` and the smallest with ``F <= 0`` bracket the root with no
-    breakpoint between them, so linear interpolation is exact (beyond the last breakpoint every
-    component is clipped and ``F`` has slope ``-ik``). One unknown: pass ``d1 = c1 = e1 = 0``. No
-    data-dependent branch, so loops over many terms vectorize.
-    """
-    f0 = _pair_g(0.0, d0, d1, c0, c1, e0, e1, b, ik)
-    ftop = _pair_g(top, d0, d1, c0, c1, e0, e1, b, ik)  # may be -inf or NaN for top = inf
-    top_pos = ftop > 0.0
-    top_neg = ftop <= 0.0
-    lo = top if top_pos else 0.0
-    flo = ftop if top_pos else f0
-    hi = top if top_neg else np.inf
-    fhi = ftop if top_neg else -np.inf
-    i0 = 1.0 / e0 if e0 != 0.0 else 0.0
-    i1 = 1.0 / e1 if e1 != 0.0 else 0.0
-    p = min(max(d0 * i0, 0.0), top)
-    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
-    p = min(max((d0 - 1.0) * i0, 0.0), top)
-    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
-    p = min(max(d1 * i1, 0.0), top)
-    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
-    p = min(max((d1 - 1.0) * i1, 0.0), top)
-    lo, flo, hi, fhi = _pair_keep(p, _pair_g(p, d0, d1, c0, c1, e0, e1, b, ik), lo, flo, hi, fhi)
-    # the divisors are positive whenever their quotient is used (flo > 0 >= fhi; ik > 0)
-    span = flo - fhi
-    if hi < np.inf:
-        lam = lo + flo * (hi - lo) / (span if span > 0.0 else 1.0)
-    elif ik > 0.0:
-        lam = lo + flo / ik
-    else:
-        lam = top
-    return 0.0 if f0 <= 0.0 else lam
-
-
-@vector_inline
-def _pair_x(d, e, lam):
-    """``clip(d - lam e, 0, 1)``, with the limit for ``lam = inf`` (and ``clip(d)`` where ``e = 0``)."""
-    return min(max(d - (lam * e if e != 0.0 else 0.0), 0.0), 1.0)
-
-
-@vector_inline
-def _projection_multiplier(d0, d1, c0, c1, e0, e1, b, eq):
-    """``(lam, sign)`` of the projection onto ``{c·x + b <= 0}`` (``== 0`` when ``eq``) ∩ box; the
-    point is ``clip(d - lam sign e)``."""
-    f0 = b + c0 * min(max(d0, 0.0), 1.0) + c1 * min(max(d1, 0.0), 1.0)
-    sgn = -1.0 if (eq and f0 < 0.0) else 1.0
-    return pair_multiplier(d0, d1, sgn * c0, sgn * c1, sgn * e0, sgn * e1, sgn * b, 0.0, np.inf), sgn
-
-
 @njit(forceinline=True)
 def fast_eligible(k, kind, w):
     """Whether a term takes :func:`pair_multiplier`: a hinge or squared hinge, weight > 0, 1-2 unknowns."""
@@ -350,11 +279,13 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
 
     Hinges and squared hinges with one or two unknowns take :func:`pair_multiplier`, as in
     :func:`block_pass`, and constraints with one or two unknowns the projection of
-    :func:`consensus_step` (:func:`_projection_multiplier`); the other terms :func:`local_update`.
+    :func:`consensus_step` (:func:`tractable.hlmrf._closed.projection_multiplier`); the other terms
+    :func:`local_update`.
     """
     maxk = 1
     for t in range(indptr.shape[0] - 1):
-        maxk = max(maxk, indptr[t + 1] - indptr[t])
+        k = indptr[t + 1] - indptr[t]
+        maxk = k if k > maxk else maxk
     bp = np.empty(2 * maxk)
     ones = np.ones(d.shape[0])
     for t in range(indptr.shape[0] - 1):
@@ -371,71 +302,11 @@ def batch_local_updates(indptr, coef, const, weight, kind, d, rho, out):
                 out[j] = _clip01(d[j] - lam * coef[j])
         elif k <= 2 and kind[t] >= KIND_LEQ:
             # the consensus step's projections (norm weights 1 here)
-            lam, sgn = _projection_multiplier(d[s], d1, coef[s], c1, coef[s], c1, const[t], kind[t] == KIND_EQ)
+            lam, sgn = projection_multiplier(d[s], d1, coef[s], c1, coef[s], c1, const[t], kind[t] == KIND_EQ)
             for j in range(s, s + k):
-                out[j] = _pair_x(d[j], sgn * coef[j], lam)
+                out[j] = pair_x(d[j], sgn * coef[j], lam)
         else:
             local_update(kind[t], d, ones, s, coef, s, const[t], weight[t], rho, k, out, bp, np.int64(0))
-
-
-@njit(fastmath=VECTOR_MATH, error_model="numpy")
-def _fast_terms(n_pair, n_single, zz, coef, const, weight, kind, x, y, rho, alpha, sums):
-    """Steps 1-3 of :func:`block_pass` for its leading fast terms (``zz[j]``: the consensus value of copy
-    ``j``); one straight-line loop per arity, which the compiler vectorizes. Adds the three partial
-    squared norms to ``sums``."""
-    inv_rho = 1.0 / rho
-    beta = 1.0 - alpha
-    primal = 0.0
-    xnorm = 0.0
-    ynorm = 0.0
-    for t in range(n_pair):
-        j0 = 2 * t
-        j1 = j0 + 1
-        z0 = zz[j0]
-        z1 = zz[j1]
-        x0 = x[j0]
-        x1 = x[j1]
-        r0 = x0 - z0
-        r1 = x1 - z1
-        primal += r0 * r0 + r1 * r1
-        xnorm += x0 * x0 + x1 * x1
-        y0 = y[j0] + rho * r0
-        y1 = y[j1] + rho * r1
-        y[j0] = y0
-        y[j1] = y1
-        ynorm += y0 * y0 + y1 * y1
-        d0 = z0 - y0 * inv_rho
-        d1 = z1 - y1 * inv_rho
-        c0 = coef[j0]
-        c1 = coef[j1]
-        w = weight[t]
-        sq = kind[t] == KIND_SQUARED
-        ik = rho / (2.0 * w) if sq else 0.0
-        lam = pair_multiplier(d0, d1, c0, c1, c0, c1, const[t], ik, np.inf if sq else w * inv_rho)
-        x[j0] = alpha * min(max(d0 - lam * c0, 0.0), 1.0) + beta * z0
-        x[j1] = alpha * min(max(d1 - lam * c1, 0.0), 1.0) + beta * z1
-    base = 2 * n_pair
-    for u in range(n_single):
-        t = n_pair + u
-        j = base + u
-        z0 = zz[j]
-        x0 = x[j]
-        r0 = x0 - z0
-        primal += r0 * r0
-        xnorm += x0 * x0
-        y0 = y[j] + rho * r0
-        y[j] = y0
-        ynorm += y0 * y0
-        d0 = z0 - y0 * inv_rho
-        c0 = coef[j]
-        w = weight[t]
-        sq = kind[t] == KIND_SQUARED
-        ik = rho / (2.0 * w) if sq else 0.0
-        lam = pair_multiplier(d0, 0.0, c0, 0.0, c0, 0.0, const[t], ik, np.inf if sq else w * inv_rho)
-        x[j] = alpha * min(max(d0 - lam * c0, 0.0), 1.0) + beta * z0
-    sums[0] += primal
-    sums[1] += xnorm
-    sums[2] += ynorm
 
 
 def constraint_counts(indptr) -> tuple[int, int]:
@@ -452,25 +323,21 @@ def constraint_order(indptr) -> np.ndarray:
     return np.argsort(np.where(k == 2, 0, np.where(k == 1, 1, 2)), kind="stable")
 
 
-@njit(fastmath=VECTOR_MATH, error_model="numpy")
+@njit(inline="always")
 def _fast_projections(n_pair, n_single, d, sc, coef, const, kind, out):
     """The projections of :func:`consensus_step` for its leading constraints with two unknowns, then
     one (copies ``j``: target ``d[j]``, norm weight ``1 / sc[j]``), into ``out``; vectorized."""
     for t in range(n_pair):
         j0 = 2 * t
         j1 = j0 + 1
-        e0 = coef[j0] * sc[j0]
-        e1 = coef[j1] * sc[j1]
-        lam, sgn = _projection_multiplier(d[j0], d[j1], coef[j0], coef[j1], e0, e1, const[t], kind[t] == KIND_EQ)
-        out[j0] = _pair_x(d[j0], sgn * e0, lam)
-        out[j1] = _pair_x(d[j1], sgn * e1, lam)
+        out[j0], out[j1] = pair_projection(
+            d[j0], d[j1], sc[j0], sc[j1], coef[j0], coef[j1], const[t], kind[t] == KIND_EQ
+        )
     base = 2 * n_pair
     for u in range(n_single):
         t = n_pair + u
         j = base + u
-        e0 = coef[j] * sc[j]
-        lam, sgn = _projection_multiplier(d[j], 0.0, coef[j], 0.0, e0, 0.0, const[t], kind[t] == KIND_EQ)
-        out[j] = _pair_x(d[j], sgn * e0, lam)
+        out[j] = single_projection(d[j], sc[j], coef[j], const[t], kind[t] == KIND_EQ)
 
 
 @njit(inline="always")
@@ -490,8 +357,8 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
 
     The first ``n_pair`` terms have two unknowns, the next ``n_single`` one, and all of them take
     :func:`pair_multiplier` (:func:`fast_counts`, :func:`kernel_order`): they are gathered into
-    ``zz`` (length at least ``2 n_pair + n_single``), run in one vectorized loop
-    (:func:`_fast_terms`) and scattered; the other terms run in one sweep each
+    ``zz`` (length at least ``2 n_pair + n_single``), run in one vectorized loop per arity
+    (:func:`tractable.hlmrf._closed.pair_term_update`) and scattered; the other terms run in one sweep each
     (:func:`_general_terms`).
 
     ``acc`` (one per local variable) is overwritten; ``sums`` receives the partial squared norms
@@ -504,13 +371,61 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
     for v in range(acc.shape[0]):
         acc[v] = 0.0
     inv_rho = 1.0 / rho
+    beta = 1.0 - alpha
     n_fast = 2 * n_pair + n_single
     for j in range(n_fast):
         zz[j] = zl[idx[j]]
-    sums[0] = 0.0
-    sums[1] = 0.0
-    sums[2] = 0.0
-    _fast_terms(n_pair, n_single, zz, coef, const, weight, kind, x, y, rho, alpha, sums)
+    # the fast terms: one straight-line loop per arity (the closed forms of
+    # tractable.hlmrf._closed), which the compiler vectorizes
+    primal = 0.0
+    xnorm = 0.0
+    ynorm = 0.0
+    for t in range(n_pair):
+        j0 = 2 * t
+        j1 = j0 + 1
+        y[j0], y[j1], x[j0], x[j1], primal, xnorm, ynorm = pair_term_update(
+            zz[j0],
+            zz[j1],
+            x[j0],
+            x[j1],
+            y[j0],
+            y[j1],
+            coef[j0],
+            coef[j1],
+            const[t],
+            weight[t],
+            kind[t] == KIND_SQUARED,
+            rho,
+            inv_rho,
+            alpha,
+            beta,
+            primal,
+            xnorm,
+            ynorm,
+        )
+    for u in range(n_single):
+        t = n_pair + u
+        j = 2 * n_pair + u
+        y[j], x[j], primal, xnorm, ynorm = single_term_update(
+            zz[j],
+            x[j],
+            y[j],
+            coef[j],
+            const[t],
+            weight[t],
+            kind[t] == KIND_SQUARED,
+            rho,
+            inv_rho,
+            alpha,
+            beta,
+            primal,
+            xnorm,
+            ynorm,
+        )
+    # (sums of squares: never -0.0, so no 0.0 + needed for the same bits)
+    sums[0] = primal
+    sums[1] = xnorm
+    sums[2] = ynorm
     for j in range(n_fast):
         acc[idx[j]] += x[j] + y[j] * inv_rho
     if scratch is not None:
@@ -666,7 +581,9 @@ def consensus_step(
     n = z.shape[0]
     sqrt_p = np.sqrt(n_copies)
     stats[0] = np.sqrt(sums[0])
-    stats[2] = sqrt_p * eps_abs + eps_rel * max(np.sqrt(sums[1]), stats[4])
+    xn = np.sqrt(sums[1])
+    zn = stats[4]
+    stats[2] = sqrt_p * eps_abs + eps_rel * (zn if zn > xn else xn)  # max(xn, zn)
     stats[3] = sqrt_p * eps_abs + eps_rel * np.sqrt(sums[2])
     if stop and stats[0] <= stats[2] and stats[1] <= stats[3]:
         return True
@@ -676,17 +593,30 @@ def consensus_step(
             acc[v] = acc[v] / cnt[v]
         else:
             acc[v] = z[v]
-        z[v] = _clip01(acc[v])
+        a = acc[v]
+        z[v] = 0.0 if a < 0.0 else (1.0 if a > 1.0 else a)  # _clip01(a)
     for j in range(zc_idx.shape[0]):
         v = zc_idx[j]
         d[j] = acc[v]
         sc[j] = 1.0 / cnt[v] if cnt[v] > 0 else 1.0
     _fast_projections(zc_pair, zc_single, d, sc, zc_coef, zc_const, zc_kind, zbuf)
     if bp is not None:
+        # the other constraints: local_update's projections (clip first, then root_multiplier),
+        # written out for the two kinds of constraints (local_update is not compiled for them)
         for t in range(zc_pair + zc_single, zc_indptr.shape[0] - 1):
             s = zc_indptr[t]
             k = zc_indptr[t + 1] - s
-            local_update(zc_kind[t], d, sc, s, zc_coef, s, zc_const[t], 0.0, rho, k, zbuf, bp, np.int64(0))
+            b = zc_const[t]
+            g0 = b
+            for j in range(s, s + k):
+                a = d[j]
+                a = 0.0 if a < 0.0 else (1.0 if a > 1.0 else a)  # _clip01(a)
+                zbuf[j] = a
+                g0 += zc_coef[j] * a
+            # g0 > 0: from above (sign 1); g0 < 0 for an equality: from below (sign -1)
+            if g0 > 0.0 or (g0 < 0.0 and zc_kind[t] == KIND_EQ):
+                sgn = 1.0 if g0 > 0.0 else -1.0
+                root_multiplier(d, sc, s, zc_coef, s, b, k, sgn, 0.0, zbuf, bp, np.int64(0))
     for j in range(zc_idx.shape[0]):
         z[zc_idx[j]] = zbuf[j]
     dual = 0.0
@@ -724,22 +654,22 @@ def max_arity(indptr) -> int:
 
 def general_scratch(indptr, n_fast: int, n_runs: int = 0):
     """Work space of :func:`block_pass` and :func:`tractable.hlmrf.bound.block_certificate` for the
-    terms after the ``n_fast`` leading ones that take the vectorized loops: ``4 m`` floats, ``m`` the
+    terms after the ``n_fast`` leading ones that take the vectorized loops: ``4 m + 1`` floats, ``m`` the
     largest arity (one row per run when ``n_runs``, for the parallel kernels), or ``None`` when
     there are no such terms, so that the kernels are compiled without the general code."""
     if n_fast == indptr.size - 1:
         return None
-    shape = 4 * max_arity(indptr)
+    shape = 4 * max_arity(indptr) + 1  # + 1: the certificate's running rounding slack
     return np.empty((n_runs, shape) if n_runs else shape)
 
 
 def projection_scratch(zc_indptr):
     """Work space of :func:`consensus_step` and :func:`tractable.hlmrf.bound.consensus_certificate`
     for the consensus-step constraints after the leading ones with two, then one unknown
-    (:func:`constraint_counts`): ``2 m`` floats, ``m`` their largest arity, or ``None`` when there
-    are none (the general code is then not compiled)."""
+    (:func:`constraint_counts`): ``2 m + 1`` floats, ``m`` their largest arity, or ``None`` when
+    there are none (the general code is then not compiled)."""
     n_pair, n_single = constraint_counts(zc_indptr)
-    return None if n_pair + n_single == zc_indptr.size - 1 else np.empty(2 * max_arity(zc_indptr))
+    return None if n_pair + n_single == zc_indptr.size - 1 else np.empty(2 * max_arity(zc_indptr) + 1)
 
 
 def admm_run(
@@ -804,6 +734,23 @@ def admm_run(
         *constraint_counts(zc[0]),
         general_scratch(terms[0], n_pair + n_single),
         projection_scratch(zc[0]),
+        admm_work(z.size, (n_pair, n_single), zc[1].size),
+    )
+
+
+def admm_work(n: int, counts, n_zc_copies: int) -> tuple:
+    """Work space of :func:`admm_steps` for ``n`` variables, the fast-term ``counts`` ``(n_pair,
+    n_single)`` and ``n_zc_copies`` copies in consensus-step constraints: the arrays ``(acc, z_old,
+    sums, zz, d, sc, zbuf)`` (separate arrays: the vectorized loops read some and write others,
+    which the compiler could not tell apart within one array)."""
+    return (
+        np.empty(n),
+        np.empty(n),
+        np.empty(3),
+        np.empty(2 * counts[0] + counts[1]),
+        np.empty(n_zc_copies),
+        np.empty(n_zc_copies),
+        np.empty(n_zc_copies),
     )
 
 
@@ -837,20 +784,15 @@ def admm_steps(
     zc_single,
     scratch,
     bp,
+    work,
 ):
     """The compiled loop of :func:`admm_run`: ``n_pair``, ``n_single`` from :func:`fast_counts`,
     ``zc_pair``, ``zc_single`` from :func:`constraint_counts`, ``scratch`` from
     :func:`general_scratch` and ``bp`` from :func:`projection_scratch` (either ``None`` when the
-    model needs no general code: then that code is not compiled)."""
-    n = z.shape[0]
-    d = np.empty(zc_idx.shape[0])
-    sc = np.empty(zc_idx.shape[0])
-    zbuf = np.empty(zc_idx.shape[0])
-    acc = np.empty(n)
-    z_old = np.empty(n)
-    sums = np.empty(3)
+    model needs no general code: then that code is not compiled), ``work`` from :func:`admm_work`
+    (work space from the caller: numba's own allocation routines would be compiled too)."""
+    acc, z_old, sums, zz, d, sc, zbuf = work
     nnz = idx.shape[0]
-    zz = np.empty(2 * n_pair + n_single)
     for it in range(n_steps):
         block_pass(
             indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z, rho, alpha, acc, sums, scratch, zz
@@ -884,10 +826,8 @@ def admm_steps(
 
 
 @njit
-def _term_values(indptr, idx, coef, const, x):
-    n_terms = indptr.shape[0] - 1
-    out = np.empty(n_terms)
-    for t in range(n_terms):
+def _term_values(indptr, idx, coef, const, x, out):
+    for t in range(indptr.shape[0] - 1):
         s = const[t]
         for j in range(indptr[t], indptr[t + 1]):
             s += coef[j] * x[idx[j]]
@@ -897,7 +837,8 @@ def _term_values(indptr, idx, coef, const, x):
 
 def term_values(indptr, idx, coef, const, x) -> np.ndarray:
     """``c_t · x[idx] + b_t`` for every term ``t`` (the arrays are passed to the kernel read-only and
-    contiguous, whatever they are, so that it is compiled once)."""
+    contiguous, whatever they are, so that it is compiled once; the output is allocated here, so
+    that numba's allocation routine is not compiled for it)."""
     arrays = (
         np.ascontiguousarray(indptr, dtype=np.int64),
         np.ascontiguousarray(idx, dtype=np.int64),
@@ -905,7 +846,7 @@ def term_values(indptr, idx, coef, const, x) -> np.ndarray:
         np.ascontiguousarray(const, dtype=np.float64),
         np.ascontiguousarray(x, dtype=np.float64),
     )
-    return _term_values(*readonly(*arrays))
+    return _term_values(*readonly(*arrays), np.empty(arrays[0].size - 1))
 
 
 def parallel_chunks(indptr, n_chunks: int) -> np.ndarray:

@@ -88,6 +88,7 @@ from numba import prange
 
 from .._numba import njit
 from . import _kernels
+from ._closed import constraint_certificate, constraint_dual_theta, pair_dual_theta, pair_h, term_certificate
 from .updates import KINDS, _check_term_batch
 
 __all__ = ["FEASIBILITY_TOL", "gap", "term_minimum_reference", "term_minima", "infeasibility_measure"]
@@ -203,7 +204,7 @@ def _dual_term(y, ys, c, cs, k, b, q, lo, hi, tb, db, out):
         if q > 0.0:
             ts = s / (2.0 * q)
             if ts <= right:
-                theta = max(ts, left)
+                theta = left if left > ts else ts  # max(ts, left)
                 break
         elif s <= 0.0:
             theta = left
@@ -231,7 +232,7 @@ def _dual_term(y, ys, c, cs, k, b, q, lo, hi, tb, db, out):
 @njit
 def _domain(kind, w):
     if kind == 0:
-        return 0.0, max(w, 0.0), 0.0
+        return 0.0, 0.0 if 0.0 > w else w, 0.0  # max(w, 0.0), without the builtin
     if kind == 1:
         if w > 0.0:
             return 0.0, np.inf, 1.0 / (4.0 * w)
@@ -239,141 +240,6 @@ def _domain(kind, w):
     if kind == 2:
         return 0.0, np.inf, 0.0
     return -np.inf, np.inf, 0.0
-
-
-@_kernels.vector_inline
-def _pair_h(theta, y0, y1, c0, c1, b, q):
-    """``h(theta)`` of a term with at most two unknowns (pad with ``y1 = c1 = 0``)."""
-    return theta * b - q * theta * theta + min(0.0, y0 + theta * c0) + min(0.0, y1 + theta * c1)
-
-
-@_kernels.vector_inline
-def _pair_pick(theta, y0, y1, c0, c1, b, q, best, hbest):
-    h = _pair_h(theta, y0, y1, c0, c1, b, q)
-    better = h > hbest
-    return (theta if better else best), (h if better else hbest)
-
-
-@_kernels.vector_inline
-def pair_dual_theta(y0, y1, c0, c1, b, q, top, stationary):
-    """A maximizer in ``[0, top]`` of ``h`` for a hinge or squared hinge with at most two unknowns.
-
-    ``q = 0, top = w`` (hinge) or ``q = 1 / (4 w), top = inf`` (squared hinge, ``w > 0``). The
-    maximum of the concave ``h`` lies at 0, at ``top``, at a breakpoint ``-y_i / c_i`` or at the
-    stationary point ``S / (2 q)`` of a piece, ``S = b + sum of c_i over a subset of the unknowns``:
-    ``h`` is evaluated at all of these (clipped into ``[0, top]``, so each value is a valid bound)
-    and the best kept, with no data-dependent branch (the loops over terms vectorize).
-    ``stationary=False`` skips the stationary points (hinges only: ``q = 0``).
-    """
-    best, hbest = 0.0, _pair_h(0.0, y0, y1, c0, c1, b, q)
-    best, hbest = _pair_pick(top if top < np.inf else 0.0, y0, y1, c0, c1, b, q, best, hbest)
-    i0 = 1.0 / c0 if c0 != 0.0 else 0.0
-    i1 = 1.0 / c1 if c1 != 0.0 else 0.0
-    best, hbest = _pair_pick(min(max(-y0 * i0, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-    best, hbest = _pair_pick(min(max(-y1 * i1, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-    if stationary:
-        iq = 0.5 / q if q > 0.0 else 0.0
-        best, hbest = _pair_pick(min(max(b * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-        best, hbest = _pair_pick(min(max((b + c0) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-        best, hbest = _pair_pick(min(max((b + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-        best, hbest = _pair_pick(min(max((b + c0 + c1) * iq, 0.0), top), y0, y1, c0, c1, b, q, best, hbest)
-    return best
-
-
-@njit(fastmath=_kernels.VECTOR_MATH, error_model="numpy")
-def _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, sums):
-    """:func:`block_certificate` over the leading fast terms (``zz[j]``: the consensus value of copy
-    ``j``), one straight-line loop per arity; adds (dual values, their magnitudes, sum |y|,
-    objective, rounding slack) to ``sums[0:5]``."""
-    total = 0.0
-    tmag = 0.0
-    yabs = 0.0
-    obj = 0.0
-    slack = 0.0
-    # squared hinges need the stationary points of h's pieces; a loop-invariant flag (from a count:
-    # a flag started at the literal False would compile pair_dual_theta for that literal too)
-    n_squared = 0
-    for u in range(n_pair + n_single):
-        if kind[u] == _kernels.KIND_SQUARED:
-            n_squared += 1
-    squared = n_squared > 0
-    for u in range(n_pair + n_single):
-        pair = u < n_pair
-        j0 = 2 * u if pair else n_pair + u
-        j1 = j0 + 1 if pair else j0
-        m = 1.0 if pair else 0.0
-        y0 = y[j0]
-        y1 = m * y[j1]
-        c0 = coef[j0]
-        c1 = m * coef[j1]
-        b = const[u]
-        w = weight[u]
-        sq = kind[u] == _kernels.KIND_SQUARED
-        q = 0.25 / w if sq else 0.0
-        top = np.inf if sq else w
-        sv = b + c0 * zz[j0] + c1 * zz[j1]
-        pos = max(sv, 0.0)
-        obj += w * pos * pos if sq else w * pos
-        theta = pair_dual_theta(y0, y1, c0, c1, b, q, top, squared)
-        val = _pair_h(theta, y0, y1, c0, c1, b, q)
-        total += val
-        tmag += abs(val)
-        yabs += abs(y0) + abs(y1)
-        mag = abs(theta * b) + q * theta * theta + abs(y0) + abs(theta * c0) + abs(y1) + abs(theta * c1)
-        slack += (3.0 + m + 1.0) * 2.3e-16 * mag
-    sums[0] += total
-    sums[1] += tmag
-    sums[2] += yabs
-    sums[3] += obj
-    sums[4] += slack
-
-
-@_kernels.vector_inline
-def constraint_dual_theta(y0, y1, c0, c1, b, eq):
-    """A maximizer of ``h`` (``q = 0``) for a constraint with at most two unknowns: over ``[0, inf)``
-    for ``<= 0``, over all reals for ``== 0`` (``eq``). The concave, piecewise linear ``h`` peaks at 0
-    or at a breakpoint ``-y_i / c_i`` when it is bounded; when it is not (the constraint misses the
-    box), the best of these is still a valid bound."""
-    lo = -np.inf if eq else 0.0
-    i0 = 1.0 / c0 if c0 != 0.0 else 0.0
-    i1 = 1.0 / c1 if c1 != 0.0 else 0.0
-    best, hbest = 0.0, _pair_h(0.0, y0, y1, c0, c1, b, 0.0)
-    best, hbest = _pair_pick(max(-y0 * i0, lo), y0, y1, c0, c1, b, 0.0, best, hbest)
-    best, hbest = _pair_pick(max(-y1 * i1, lo), y0, y1, c0, c1, b, 0.0, best, hbest)
-    return best
-
-
-@njit(fastmath=_kernels.VECTOR_MATH, error_model="numpy")
-def _fast_constraint_certificate(n_pair, n_single, ny, zz, coef, const, kind, sums):
-    """The consensus-step constraints of :func:`consensus_certificate` with two unknowns, then one
-    (copies ``j``: dual costs ``ny[j]``, values ``zz[j]``); adds (dual values, their magnitudes,
-    rounding slack) to ``sums[0:3]`` and the largest violation into ``sums[3]``."""
-    total = 0.0
-    tmag = 0.0
-    slack = 0.0
-    viol = sums[3]
-    for u in range(n_pair + n_single):
-        pair = u < n_pair
-        j0 = 2 * u if pair else n_pair + u
-        j1 = j0 + 1 if pair else j0
-        m = 1.0 if pair else 0.0
-        y0 = ny[j0]
-        y1 = m * ny[j1]
-        c0 = coef[j0]
-        c1 = m * coef[j1]
-        b = const[u]
-        eq = kind[u] == _kernels.KIND_EQ
-        sv = b + c0 * zz[j0] + c1 * zz[j1]
-        viol = max(viol, abs(sv) if eq else sv)
-        theta = constraint_dual_theta(y0, y1, c0, c1, b, eq)
-        val = _pair_h(theta, y0, y1, c0, c1, b, 0.0)
-        total += val
-        tmag += abs(val)
-        slack += (4.0 + m) * 2.3e-16 * (abs(theta * b) + abs(y0) + abs(theta * c0) + abs(y1) + abs(theta * c1))
-    sums[0] += total
-    sums[1] += tmag
-    sums[2] += slack
-    sums[3] = viol
 
 
 @njit
@@ -384,7 +250,8 @@ def batch_term_minima(indptr, coef, const, weight, kind, y, out):
     latter."""
     maxk = 1
     for t in range(indptr.shape[0] - 1):
-        maxk = max(maxk, indptr[t + 1] - indptr[t])
+        k = indptr[t + 1] - indptr[t]
+        maxk = k if k > maxk else maxk
     tb = np.empty(maxk)
     db = np.empty(maxk)
     sl = np.zeros(1)
@@ -397,20 +264,20 @@ def batch_term_minima(indptr, coef, const, weight, kind, y, out):
             y1 = y[s + 1] if k == 2 else 0.0
             c1 = coef[s + 1] if k == 2 else 0.0
             theta = pair_dual_theta(y[s], y1, coef[s], c1, const[t], q, hi, kind[t] == _kernels.KIND_SQUARED)
-            out[t] = _pair_h(theta, y[s], y1, coef[s], c1, const[t], q)
+            out[t] = pair_h(theta, y[s], y1, coef[s], c1, const[t], q)
         elif k <= 2 and kind[t] >= _kernels.KIND_LEQ:
             # as the certificate's consensus-step constraints
             y1 = y[s + 1] if k == 2 else 0.0
             c1 = coef[s + 1] if k == 2 else 0.0
             theta = constraint_dual_theta(y[s], y1, coef[s], c1, const[t], kind[t] == _kernels.KIND_EQ)
-            out[t] = _pair_h(theta, y[s], y1, coef[s], c1, const[t], 0.0)
+            out[t] = pair_h(theta, y[s], y1, coef[s], c1, const[t], 0.0)
         else:
             out[t] = _dual_term(y, s, coef, s, k, const[t], q, lo, hi, tb, db, sl)
     return sl[0]
 
 
 @njit(inline="always")
-def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, y, zl, yl, part, scratch):
+def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, y, zl, yl, part, scratch, work):
     """The term half of :func:`certificate` for one block of terms (local variable numbering).
 
     ``zl``: consensus values of the block's local variables; ``yl`` (one per local variable) is
@@ -422,25 +289,58 @@ def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, 
     loop (:func:`tractable.hlmrf._kernels.fast_counts`); ``scratch``: work space of the others, at
     least twice the block's largest arity
     (:func:`tractable.hlmrf._kernels.general_scratch`), or ``None`` when there are none: then
-    the general sweep (:func:`_dual_term`) is not compiled.
+    the general sweep (:func:`_dual_term`) is not compiled. ``work``: float64 work space of at least
+    ``2 n_pair + n_single`` entries (from the caller, as every array of these kernels: numba's
+    own allocation routines would be compiled too).
     """
     for v in range(yl.shape[0]):
         yl[v] = 0.0
     # the leading hinges and squared hinges with one or two unknowns: one vectorized loop
     n_fast = 2 * n_pair + n_single
-    zz = np.empty(n_fast)
+    zz = work
     for j in range(n_fast):
         v = idx[j]
         zz[j] = zl[v]
         yl[v] += y[j]
-    fs = np.zeros(5)
-    _fast_certificate(n_pair, n_single, y, zz, coef, const, weight, kind, fs)
-    part[0] = fs[0]
-    part[1] = fs[1]
-    part[2] = fs[2]
-    part[3] = fs[3]
+    # squared hinges need the stationary points of h's pieces; a loop-invariant flag
+    n_squared = 0
+    for u in range(n_pair + n_single):
+        if kind[u] == _kernels.KIND_SQUARED:
+            n_squared += 1
+    squared = n_squared > 0
+    total = 0.0
+    tmag = 0.0
+    yabs = 0.0
+    obj = 0.0
+    slack = 0.0
+    for u in range(n_pair + n_single):
+        pair = u < n_pair
+        j0 = 2 * u if pair else n_pair + u
+        j1 = j0 + 1 if pair else j0
+        total, tmag, yabs, obj, slack = term_certificate(
+            y[j0],
+            y[j1],
+            coef[j0],
+            coef[j1],
+            zz[j0],
+            zz[j1],
+            1.0 if pair else 0.0,
+            const[u],
+            weight[u],
+            kind[u] == _kernels.KIND_SQUARED,
+            squared,
+            total,
+            tmag,
+            yabs,
+            obj,
+            slack,
+        )
+    part[0] = 0.0 + total
+    part[1] = 0.0 + tmag
+    part[2] = 0.0 + yabs
+    part[3] = 0.0 + obj
     part[4] = 0.0
-    part[5] = fs[4]
+    part[5] = 0.0 + slack
     if scratch is not None:
         _general_certificate(indptr, idx, coef, const, weight, kind, n_pair + n_single, y, zl, yl, part, scratch)
 
@@ -452,7 +352,7 @@ def _general_certificate(indptr, idx, coef, const, weight, kind, first, y, zl, y
     m = scratch.shape[0] // 2
     tb = scratch[:m]
     db = scratch[m : 2 * m]
-    sl = np.zeros(1)
+    sl = scratch[2 * m : 2 * m + 1]  # the running slack (:func:`_dual_term` adds to it)
     sl[0] = part[5]
     total = part[0]
     tmag = part[1]
@@ -476,9 +376,10 @@ def _general_certificate(indptr, idx, coef, const, weight, kind, first, y, zl, y
             if sv > 0.0:
                 obj += weight[t] * sv * sv
         elif kt == 2:
-            viol = max(viol, sv)
+            viol = sv if sv > viol else viol  # max(viol, sv)
         else:
-            viol = max(viol, abs(sv))
+            a = abs(sv)
+            viol = a if a > viol else viol
         lo, hi, q = _domain(kt, weight[t])
         val = _dual_term(y, s, coef, s, k, const[t], q, lo, hi, tb, db, sl)
         total += val
@@ -493,7 +394,21 @@ def _general_certificate(indptr, idx, coef, const, weight, kind, first, y, zl, y
 
 @njit(inline="always")
 def consensus_certificate(
-    yv, z, zc_indptr, zc_idx, zc_coef, zc_const, zc_kind, zc_pair, zc_single, part, n_terms, max_copies, out, scratch
+    yv,
+    z,
+    zc_indptr,
+    zc_idx,
+    zc_coef,
+    zc_const,
+    zc_kind,
+    zc_pair,
+    zc_single,
+    part,
+    n_terms,
+    max_copies,
+    out,
+    scratch,
+    work,
 ):
     """The consensus half of :func:`certificate`: ``out = (g(y) - slack, objective, max violation)``.
 
@@ -502,28 +417,49 @@ def consensus_certificate(
     The leading ``zc_pair`` constraints have two unknowns, the next ``zc_single`` one
     (:func:`tractable.hlmrf._kernels.constraint_counts`): one vectorized loop.
     ``scratch``: :func:`tractable.hlmrf._kernels.projection_scratch` of the constraints (``None``
-    when they all have one or two unknowns: then the general sweep is not compiled).
+    when they all have one or two unknowns: then the general sweep is not compiled). ``work``:
+    float64 arrays ``(ny, zz, inz, acc)`` of ``len(zc_idx)``, ``len(zc_idx)``, ``len(z)`` and 4
+    entries (separate arrays: the compiler then knows that they do not overlap).
     """
     n = z.shape[0]
     nzc = zc_idx.shape[0]
-    ny = np.empty(nzc)
-    zz = np.empty(nzc)
-    inz = np.zeros(n)  # 1 for the variables of a constraint (floats: no compilation for a bool array)
+    ny, zz, inz, acc = work  # inz: 1 for the variables of a constraint
+    for v in range(n):
+        inz[v] = 0.0
     for j in range(nzc):
         v = zc_idx[j]
         inz[v] = 1.0
         ny[j] = -yv[v]
         zz[j] = z[v]
     # constraints with one or two unknowns (the leading runs): one vectorized loop
-    fs = np.zeros(4)
-    fs[3] = part[4]
-    _fast_constraint_certificate(zc_pair, zc_single, ny, zz, zc_coef, zc_const, zc_kind, fs)
+    total = 0.0
+    tmag = 0.0
+    slack = 0.0
+    viol = part[4]
+    for u in range(zc_pair + zc_single):
+        pair = u < zc_pair
+        j0 = 2 * u if pair else zc_pair + u
+        j1 = j0 + 1 if pair else j0
+        total, tmag, slack, viol = constraint_certificate(
+            ny[j0],
+            ny[j1],
+            zc_coef[j0],
+            zc_coef[j1],
+            zz[j0],
+            zz[j1],
+            1.0 if pair else 0.0,
+            zc_const[u],
+            zc_kind[u] == _kernels.KIND_EQ,
+            total,
+            tmag,
+            slack,
+            viol,
+        )
     # (sum of dual values, their magnitudes, rounding slack, largest violation)
-    acc = np.empty(4)
-    acc[0] = part[0] + fs[0]
-    acc[1] = part[1] + fs[1]
-    acc[2] = fs[2]
-    acc[3] = fs[3]
+    acc[0] = part[0] + (0.0 + total)
+    acc[1] = part[1] + (0.0 + tmag)
+    acc[2] = 0.0 + slack
+    acc[3] = viol
     if scratch is not None:
         _general_constraint_certificate(
             zc_pair + zc_single, ny, zz, zc_indptr, zc_coef, zc_const, zc_kind, acc, scratch
@@ -549,7 +485,7 @@ def _general_constraint_certificate(first, ny, zz, zc_indptr, zc_coef, zc_const,
     m = scratch.shape[0] // 2
     tb = scratch[:m]
     db = scratch[m : 2 * m]
-    sl = np.zeros(1)
+    sl = scratch[2 * m : 2 * m + 1]  # the running slack (:func:`_dual_term` adds to it)
     sl[0] = acc[2]
     total = acc[0]
     tmag = acc[1]
@@ -560,9 +496,11 @@ def _general_constraint_certificate(first, ny, zz, zc_indptr, zc_coef, zc_const,
         sv = zc_const[t]
         for j in range(s, s + k):
             sv += zc_coef[j] * zz[j]
-        viol = max(viol, sv if zc_kind[t] == 2 else abs(sv))
-        lo, hi, q = _domain(zc_kind[t], 0.0)
-        val = _dual_term(ny, s, zc_coef, s, k, zc_const[t], q, lo, hi, tb, db, sl)
+        v = sv if zc_kind[t] == 2 else abs(sv)
+        viol = v if v > viol else viol  # max(viol, v)
+        # the domain of a constraint's dual (_domain): [0, inf) for <=, the reals for ==
+        lo = -np.inf if zc_kind[t] == 3 else 0.0
+        val = _dual_term(ny, s, zc_coef, s, k, zc_const[t], 0.0, lo, np.inf, tb, db, sl)
         total += val
         tmag += abs(val)
     acc[0] = total
@@ -589,7 +527,21 @@ def certificate(
     zc_counts = _kernels.constraint_counts(zc[0])
     scratch = _kernels.general_scratch(terms[0], sum(counts))
     zc_scratch = _kernels.projection_scratch(zc[0])
-    return certificate_pass(*terms, *counts, y, z, *zc, *zc_counts, float(max_copies), out, scratch, zc_scratch)
+    work = certificate_work(z.size, counts, zc[1].size)
+    return certificate_pass(*terms, *counts, y, z, *zc, *zc_counts, float(max_copies), out, scratch, zc_scratch, work)
+
+
+def certificate_work(n: int, counts, n_zc_copies: int) -> tuple:
+    """Work space of :func:`certificate_pass` for ``n`` variables, the fast-term ``counts``
+    ``(n_pair, n_single)`` and ``n_zc_copies`` copies in consensus-step constraints: the arrays
+    ``(yv, part, zz)`` and the work space of :func:`consensus_certificate`."""
+    return (np.empty(n), np.empty(6), np.empty(2 * counts[0] + counts[1]), consensus_work(n, n_zc_copies))
+
+
+def consensus_work(n: int, n_zc_copies: int) -> tuple:
+    """Work space of :func:`consensus_certificate` for ``n`` variables and ``n_zc_copies`` copies in
+    consensus-step constraints."""
+    return (np.empty(n_zc_copies), np.empty(n_zc_copies), np.empty(n), np.empty(4))
 
 
 @njit
@@ -615,12 +567,12 @@ def certificate_pass(
     out,
     scratch,
     zc_scratch,
+    work,
 ):
     """The compiled pass of :func:`certificate`; the counts and work spaces as in
-    :func:`block_certificate` and :func:`consensus_certificate`."""
-    yv = np.empty(z.shape[0])
-    part = np.empty(6)
-    block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, y, z, yv, part, scratch)
+    :func:`block_certificate` and :func:`consensus_certificate`, ``work`` from :func:`certificate_work`."""
+    yv, part, zz, cwork = work
+    block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, y, z, yv, part, scratch, zz)
     n_terms = indptr.shape[0] - 1
     return consensus_certificate(
         yv,
@@ -637,6 +589,7 @@ def certificate_pass(
         max_copies,
         out,
         zc_scratch,
+        cwork,
     )
 
 
@@ -692,6 +645,11 @@ def certificate_pass_parallel(
     n_chunks = chunks.shape[0] - 1
     yls = np.empty((n_chunks, n))
     parts = np.empty((n_chunks, 6))
+    longest = 0
+    for c in range(n_chunks):
+        m = indptr[chunks[c + 1]] - indptr[chunks[c]]
+        longest = m if m > longest else longest
+    bwork = np.empty((n_chunks, longest))
     for c in prange(n_chunks):
         t0 = chunks[c]
         t1 = chunks[c + 1]
@@ -712,6 +670,7 @@ def certificate_pass_parallel(
                 yls[c],
                 parts[c],
                 None,
+                bwork[c],
             )
         else:
             block_certificate(
@@ -728,6 +687,7 @@ def certificate_pass_parallel(
                 yls[c],
                 parts[c],
                 scratch[c],
+                bwork[c],
             )
     yv = np.empty(n)
     for v in prange(n):
@@ -758,6 +718,7 @@ def certificate_pass_parallel(
         max_copies,
         out,
         zc_scratch,
+        (np.empty(zc_idx.shape[0]), np.empty(zc_idx.shape[0]), np.empty(n), np.empty(4)),
     )
 
 

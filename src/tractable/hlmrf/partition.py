@@ -504,7 +504,7 @@ def consensus_step(
             np.empty(partition.n),
             np.empty(partition.zc_idx.size),
             np.empty(partition.zc_idx.size),
-            np.empty(2 * _kernels.max_arity(zc[0])) if general else None,
+            np.empty(2 * _kernels.max_arity(zc[0]) + 1) if general else None,
             np.empty(partition.zc_idx.size),
         )
     )
@@ -559,7 +559,8 @@ def block_certificate(
         counts = (0, 0)
     scratch = _kernels.general_scratch(block.indptr, sum(counts))
     y = _writable(np.asarray(y, dtype=np.float64))
-    bound.block_certificate(*arrays, *counts, y, zl, yl, part, scratch)
+    work = np.empty(2 * counts[0] + counts[1])
+    bound.block_certificate(*arrays, *counts, y, zl, yl, part, scratch, work)
     return yl, part
 
 
@@ -598,7 +599,8 @@ def consensus_certificate(partition: Partition, parts, z, *, recession: bool = F
         int(partition.n_terms),
         float(partition.max_copies),
         out,
-        np.empty(2 * _kernels.max_arity(zc[0])) if general else None,
+        np.empty(2 * _kernels.max_arity(zc[0]) + 1) if general else None,
+        bound.consensus_work(partition.n, partition.zc_idx.size),
     )
     if recession:
         return float(out[0]), float(partition.offset + out[1]), float(out[2])
