@@ -35,9 +35,10 @@ LAYERS: dict[str, tuple[int, tuple[str, ...]]] = {
     "_numba": (0, ()),
     "_count_tree": (0, ()),
     # (1) the model layer and its file formats
-    "factorgraph": (1, ()),
+    "factorgraph": (1, ("potentials",)),
     "_evidence": (1, ("factorgraph",)),  # conditioning a FactorGraph on evidence, and scattering back
     "io": (1, ("factorgraph",)),
+    "potentials": (1, ()),  # the count-based clique potentials: a CliqueFactor's scores
     "tractable": (1, ("factorgraph",)),  # the package's own __init__: the public model names
     # (2) the base areas: none imports another
     "exact": (2, ()),
@@ -45,7 +46,7 @@ LAYERS: dict[str, tuple[int, tuple[str, ...]]] = {
     "clique": (2, ()),
     "hlmrf": (2, ()),
     # (3) areas built on the base areas, each on the ones listed
-    "bp": (3, ("cardinality",)),
+    "bp": (3, ("cardinality", "clique")),  # count factors' and clique factors' messages
     "sampling": (3, ("bp",)),
     "crf": (3, ("bp",)),
     "distributed": (3, ("hlmrf", "clique", "cardinality")),

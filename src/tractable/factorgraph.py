@@ -663,7 +663,7 @@ class CliqueFactor(Factor):
     """
 
     def __init__(self, variables: Sequence[int], potential, *, n_states: int | None = None, fixed_counts=None) -> None:
-        from .clique.potentials import CliquePotential  # here: `import tractable` does not load tractable.clique
+        from .potentials import CliquePotential
 
         self.variables = _check_scope(variables)
         if not isinstance(potential, CliquePotential):
@@ -782,7 +782,7 @@ class CliqueFactor(Factor):
 
 def _labels_of(potential) -> int | None:
     """The number of labels a clique potential fixes (its table's rows, its ``W``), or None."""
-    from .clique.potentials import LinearMajority, MaxPotential, SumPotential
+    from .potentials import LinearMajority, MaxPotential, SumPotential
 
     if isinstance(potential, (SumPotential, MaxPotential)):
         return int(potential.f.shape[0])

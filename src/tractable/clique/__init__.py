@@ -30,7 +30,7 @@ from .enumeration import _exact_clique_map, exact_clique_map, n_compositions
 from .expansion import _expansion_result, alpha_expansion
 from .icm import _icm, _icm_labels, icm
 from .majority import _majority_alpha_pass, _majority_exact, majority_alpha_pass, majority_exact
-from .potentials import (
+from ..potentials import (
     CliquePotential,
     CountPotential,
     Entropy,

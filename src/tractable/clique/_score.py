@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validate import check_assignment, check_clique
-from .potentials import CliquePotential
+from ..potentials import CliquePotential
 
 __all__ = ["score"]
 

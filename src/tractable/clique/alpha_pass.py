@@ -28,7 +28,7 @@ from .._validate import check_int
 from . import _kernels
 from ._result import CliqueMAPResult, make_result
 from ._validate import check_clique, check_values, kernel_args
-from .potentials import CliquePotential
+from ..potentials import CliquePotential
 
 __all__ = ["alpha_pass", "generalized_alpha_pass"]
 

@@ -28,7 +28,7 @@ from .._validate import as_float_array
 from . import _kernels
 from ._validate import check_magnitudes, check_potential, kernel_args
 from .alpha_pass import _sweep_setup, _sweep_values_python
-from .potentials import CliquePotential
+from ..potentials import CliquePotential
 
 __all__ = ["CliqueMAPBatch", "alpha_pass_batch"]
 

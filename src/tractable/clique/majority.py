@@ -20,7 +20,7 @@ from ._result import CliqueMAPResult, make_result
 from ._score import score_parts
 from ._validate import check_magnitudes, check_phi, tolerance
 from .alpha_pass import _pick, _sweep_setup
-from .potentials import LinearMajority
+from ..potentials import LinearMajority
 
 __all__ = ["majority_alpha_pass", "majority_exact"]
 

@@ -575,7 +575,7 @@ def majority_weights(documents: Sequence[Document], *, min_count: int = 2, smoot
 
 
 def _clique_potential(potential, n: int):
-    from ..clique.potentials import CliquePotential
+    from ..potentials import CliquePotential
 
     pot = potential(n) if callable(potential) and not isinstance(potential, CliquePotential) else potential
     if not isinstance(pot, CliquePotential):

@@ -1,4 +1,5 @@
-"""Clique potentials that depend only on the label counts of a clique.
+"""Clique potentials that depend only on the label counts of a clique (the model layer: ``CliqueFactor``
+scores with them, ``tractable.clique`` solves with them and exports them).
 
 A clique of ``n`` nodes takes labels in ``{0, ..., m-1}``; its potential is a function
 ``C(n_0, ..., n_{m-1})`` of the count vector. Every potential here is an object that is called on a
@@ -26,7 +27,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy.special import xlogy
 
-from .._validate import as_float_array, check_finite
+from ._validate import as_float_array, check_finite
 
 __all__ = [
     "CliquePotential",
