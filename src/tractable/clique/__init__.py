@@ -20,16 +20,6 @@ import time
 import numpy as np
 
 from .._validate import check_options, check_rng, resolve_method
-from . import _kernels
-from ._result import CliqueMAPResult, renamed
-from ._score import score
-from ._validate import check_clique, kernel_args, tolerance
-from .alpha_pass import _alpha_pass, _generalized_alpha_pass, alpha_pass, generalized_alpha_pass
-from .batch import CliqueMAPBatch, alpha_pass_batch
-from .enumeration import _exact_clique_map, exact_clique_map, n_compositions
-from .expansion import _expansion_result, alpha_expansion
-from .icm import _icm, _icm_labels, icm
-from .majority import _majority_alpha_pass, _majority_exact, majority_alpha_pass, majority_exact
 from ..potentials import (
     CliquePotential,
     CountPotential,
@@ -41,6 +31,16 @@ from ..potentials import (
     SquareMakespan,
     SumPotential,
 )
+from . import _kernels
+from ._result import CliqueMAPResult, renamed
+from ._score import score
+from ._validate import check_clique, kernel_args, tolerance
+from .alpha_pass import _alpha_pass, _generalized_alpha_pass, alpha_pass, generalized_alpha_pass
+from .batch import CliqueMAPBatch, alpha_pass_batch
+from .enumeration import _exact_clique_map, exact_clique_map, n_compositions
+from .expansion import _expansion_result, alpha_expansion
+from .icm import _icm, _icm_labels, icm
+from .majority import _majority_alpha_pass, _majority_exact, majority_alpha_pass, majority_exact
 
 __all__ = [
     "CliqueMAPBatch",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_assignment, check_clique
 from ..potentials import CliquePotential
+from ._validate import check_assignment, check_clique
 
 __all__ = ["score"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import as_float_array, as_index_array, check_magnitude
-from ._kernels import KIND_GENERAL, KIND_MAJORITY, KIND_MAX, KIND_SUM
 from ..potentials import CliquePotential
+from ._kernels import KIND_GENERAL, KIND_MAJORITY, KIND_MAX, KIND_SUM
 
 __all__ = [
     "check_assignment",

@@ -25,10 +25,10 @@ import numpy as np
 
 from .._results import COMPLETED, OPTIMAL
 from .._validate import check_int
+from ..potentials import CliquePotential
 from . import _kernels
 from ._result import CliqueMAPResult, make_result
 from ._validate import check_clique, check_values, kernel_args
-from ..potentials import CliquePotential
 
 __all__ = ["alpha_pass", "generalized_alpha_pass"]
 

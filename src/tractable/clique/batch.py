@@ -25,10 +25,10 @@ import numpy as np
 
 from .._results import COMPLETED, OPTIMAL, Result, frozen_array, stop_message
 from .._validate import as_float_array
+from ..potentials import CliquePotential
 from . import _kernels
 from ._validate import check_magnitudes, check_potential, kernel_args
 from .alpha_pass import _sweep_setup, _sweep_values_python
-from ..potentials import CliquePotential
 
 __all__ = ["CliqueMAPBatch", "alpha_pass_batch"]
 

@@ -15,12 +15,12 @@ from scipy.sparse import kron, vstack
 
 from .._results import COMPLETED, OPTIMAL
 from .._validate import as_float_array, check_shape
+from ..potentials import LinearMajority
 from . import _kernels
 from ._result import CliqueMAPResult, make_result
 from ._score import score_parts
 from ._validate import check_magnitudes, check_phi, tolerance
 from .alpha_pass import _pick, _sweep_setup
-from ..potentials import LinearMajority
 
 __all__ = ["majority_alpha_pass", "majority_exact"]
 
