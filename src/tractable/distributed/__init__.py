@@ -11,7 +11,9 @@ Two ways users outgrow one process, both run on a ``dask.distributed.Client`` (a
 * **one hinge-loss MRF too large for one process**: :func:`solve` runs consensus ADMM with the
   model's terms partitioned across the workers; each partition's terms, local copies and multipliers
   stay on its worker for the whole run, and an iteration exchanges only the consensus values of the
-  variables a partition touches and its partial sums.
+  variables a partition touches and its partial sums. :class:`HLMRFShards` (e.g. the shard set of
+  :meth:`tractable.psl.Model.ground_shards`) are built on the workers, which also add up the consensus
+  among themselves.
 
 Every entry point checks the client first (:func:`check_client`): workers without ``tractable`` or
 with another version of it are named in a ``ValueError`` before any work is sent.

@@ -13,12 +13,15 @@ kernels once per worker process, before the first real block arrives; the numba 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-__all__ = ["WarmKernels", "check_client", "warm"]
+__all__ = ["WarmKernels", "WarmShardKernels", "check_client", "warm", "warm_shards"]
 
 #: name under which the warm-up plugin is registered (registering it again replaces nothing)
 PLUGIN_NAME = "tractable-warm-kernels"
+SHARD_PLUGIN_NAME = "tractable-warm-shard-kernels"
 
 
 def _import_distributed():
@@ -106,6 +109,31 @@ def warm() -> int:
     return 0
 
 
+def warm_shards() -> int:
+    """Load the kernels of the runs over shards, which :func:`warm` leaves out: the blocks of shard
+    folders (``int32`` indices), an owner's consensus half and its share of the bound (with and without
+    consensus-step constraints of one, two and more unknowns); returns 0."""
+    from ..hlmrf import HLMRF, partition
+
+    model = HLMRF(6)
+    model.add_potential([0, 2, 3], [1.0, -1.0, 1.0], 0.5)
+    model.add_constraints([0, 2, 3, 6], [0, 1, 2, 3, 4, 5], np.ones(6), -1.0, "==")
+    for cons in ("local", "consensus"):
+        part = partition.split_terms(model, 1, strategy="contiguous", constraints=cons)
+        blk = part.blocks[0]
+        blk = dataclasses.replace(blk, idx=blk.idx.astype(np.int32))
+        x, y = partition.block_start(blk, np.zeros(part.n))
+        partition.block_step(blk, x, y, np.zeros(blk.n_local), 1.0, 1.0)
+        partition.block_certificate(blk, y, np.zeros(blk.n_local))
+        partition.block_certificate(blk, y, np.zeros(blk.n_local), recession=True)
+        z = np.zeros(part.n)
+        partition.consensus_step(part, np.zeros(part.n), np.zeros(3), z, np.zeros(5), rho=1.0, stop=False)
+        parts = [(np.zeros(b.n_local), np.zeros(6)) for b in part.blocks]
+        partition.consensus_certificate(part, parts, z)
+        partition.consensus_certificate(part, parts, z, recession=True)
+    return 0
+
+
 try:
     from distributed.diagnostics.plugin import WorkerPlugin as _WorkerPlugin
 except ImportError:  # pragma: no cover - without the extra the plugin is never registered
@@ -121,6 +149,24 @@ class WarmKernels(_WorkerPlugin):
         warm()
 
 
-def ensure_warm(client) -> None:
-    """Register :class:`WarmKernels` on ``client`` (a no-op when it is already registered)."""
-    client.register_plugin(WarmKernels(), name=PLUGIN_NAME)
+class WarmShardKernels(_WorkerPlugin):
+    """Worker plugin that runs :func:`warm_shards` once per worker process (runs over shards)."""
+
+    idempotent = True
+
+    def setup(self, worker=None):
+        warm_shards()
+
+
+def ensure_warm(client, shards: bool = False) -> None:
+    """Register :class:`WarmKernels` (and, for runs over shards, :class:`WarmShardKernels`) on ``client``
+    (a no-op when they are registered already).
+
+    A worker lost while a plugin is broadcast is not an error here: the run that follows names it
+    (``WorkerLostError``) when it places a block there."""
+    plugins = [(WarmKernels(), PLUGIN_NAME)] + ([(WarmShardKernels(), SHARD_PLUGIN_NAME)] if shards else [])
+    for plugin, name in plugins:
+        try:
+            client.register_plugin(plugin, name=name)
+        except (OSError, TimeoutError):  # CommClosedError is an OSError
+            pass

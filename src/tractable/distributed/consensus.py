@@ -24,7 +24,10 @@ answering) ends the run with a :class:`WorkerLostError` that names it, and the a
 every case. The certified lower bound and the gap are computed the same way, block by block.
 
 Out of core: ``solve(HLMRFShards([...]), client)`` builds every block on a worker from its own shard
-(an ``.npz`` file or a callable), so the driver holds only vectors over the variables.
+(a shard folder of :meth:`tractable.psl.Model.ground_shards`, an ``.npz`` file or a callable), and the
+workers add up the partial sums among themselves (each owns a range of the variables;
+:mod:`tractable.distributed._sharded`), so the driver holds only vectors over the variables and
+exchanges a few numbers per iteration.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._results import CONVERGED, frozen_array, stop_message, warn_stopped
-from .._validate import as_float_array, check_choice, check_positive
+from .._validate import check_choice, check_positive
 from ..hlmrf import HLMRF, MPEResult, _driver, partition
 from ..hlmrf import admm as _admm
 from ..hlmrf.bound import gap
@@ -55,12 +58,20 @@ class WorkerLostError(RuntimeError):
 class HLMRFShards:
     """A hinge-loss MRF given as shards that the workers build themselves (out-of-core models).
 
-    Each source is a path to an ``.npz`` file written by :meth:`tractable.hlmrf.HLMRF.save`, or a
-    callable without arguments that returns an :class:`~tractable.hlmrf.HLMRF` (e.g. a function that
-    grounds one slice of a PSL program). Every shard is a model over the *same* variables (same
-    ``n_variables``, same fixed variables and values) holding a part of the potentials and
-    constraints; the model is their union. A shard is one block of the run; paths must be readable
-    on the workers.
+    Each source is one of
+
+    * a **shard folder** of a shard set (written term by term by
+      :meth:`tractable.psl.Model.ground_shards`, or by ``ShardSetWriter``; see
+      :meth:`from_directory`): the block's arrays, read on the worker straight into their final
+      place, with the variables' numbering and fixed values in the set's folder;
+    * a path to an ``.npz`` file written by :meth:`tractable.hlmrf.HLMRF.save`;
+    * a callable without arguments that returns an :class:`~tractable.hlmrf.HLMRF` (e.g. a function
+      that grounds one slice of a PSL program).
+
+    Every shard is a model over the *same* variables (same ``n_variables``, same fixed variables and
+    values; the shards of one set share its id) holding a part of the potentials and constraints;
+    the model is their union. A shard is one block of the run; paths must be readable on the
+    workers (and, for shard folders, the set's folder on the driver).
 
     Parameters
     ----------
@@ -86,6 +97,19 @@ class HLMRFShards:
                     f"`sources`[{i}] must be a path or a callable returning an HLMRF; got {type(s).__name__}."
                 )
         object.__setattr__(self, "sources", sources)
+
+    @classmethod
+    def from_directory(cls, directory) -> HLMRFShards:
+        """The shards of a shard set (the folder of :meth:`tractable.psl.Model.ground_shards`).
+
+        Raises
+        ------
+        ValueError
+            ``directory`` holds no shard set of this version (its ``manifest.json``).
+        """
+        from ._shardfiles import shard_paths
+
+        return cls(shard_paths(directory))
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -126,7 +150,9 @@ def solve(
     ----------
     model : HLMRF or HLMRFShards
         The model, in the driver's memory (it is split here and each block is sent once), or as
-        shards that the workers build (out of core; one block per shard).
+        shards that the workers build (out of core; one block per shard; the consensus is added up
+        among the workers, and a run stopped by ``time_limit`` or ``max_iter`` returns the best
+        certified point met).
     client : dask.distributed.Client
         Its workers must run the driver's version of ``tractable`` (checked first).
     n_partitions : int, optional
@@ -219,37 +245,29 @@ def _run(model, client, *, n_partitions, strategy, rng, timeout, options):
     _check_split_options(strategy, rng, sharded)
     workers = sorted(client.scheduler_info()["workers"])
     if sharded:
-        if options.get("constraints") not in (None, "local"):
-            raise ValueError(
-                f"`constraints` must be 'local' for HLMRFShards (every shard keeps its constraints); "
-                f"got {options['constraints']!r}."
-            )
-        if n_partitions is not None and n_partitions != len(model):
-            raise ValueError(f"`n_partitions` must equal the number of shards ({len(model)}); got {n_partitions}.")
-        x0 = options.pop("x0")
-        opts = _validated_options(HLMRF(1), {**options, "constraints": "local"})
-        opts["x0"] = x0
-    else:
-        opts = _validated_options(model, options)
-        n_terms = model.n_potentials + model.n_constraints
-        if n_partitions is None:
-            n_partitions = max(1, min(len(workers), n_terms))
-        if not isinstance(n_partitions, (int, np.integer)) or isinstance(n_partitions, bool) or n_partitions < 1:
-            raise ValueError(f"`n_partitions` must be a positive int; got {n_partitions!r}.")
-        if n_terms > 0 and n_partitions > n_terms:
-            raise ValueError(
-                f"`n_partitions` must be at most the number of terms ({n_terms} potentials and constraints); "
-                f"got {n_partitions}."
-            )
-        comp = model._compile()
-        if opts["rho"] is None:
-            opts["rho"] = _admm._default_rho(comp)
-        why, opts["cmax"] = _admm._infeasibility(comp)
-        if why is not None:
-            return _driver.infeasible_result(comp, opts["rho"], why, t0), None
-        if comp.idx.size == 0:
-            return _no_terms(model, comp, opts, t0), None
-    return _Driver(client, workers, timeout, t0).run(model, n_partitions, strategy, rng, opts, sharded)
+        from ._sharded import run_shards
+
+        return run_shards(_Driver(client, workers, timeout, t0), model, n_partitions, options)
+    opts = _validated_options(model, options)
+    n_terms = model.n_potentials + model.n_constraints
+    if n_partitions is None:
+        n_partitions = max(1, min(len(workers), n_terms))
+    if not isinstance(n_partitions, (int, np.integer)) or isinstance(n_partitions, bool) or n_partitions < 1:
+        raise ValueError(f"`n_partitions` must be a positive int; got {n_partitions!r}.")
+    if n_terms > 0 and n_partitions > n_terms:
+        raise ValueError(
+            f"`n_partitions` must be at most the number of terms ({n_terms} potentials and constraints); "
+            f"got {n_partitions}."
+        )
+    comp = model._compile()
+    if opts["rho"] is None:
+        opts["rho"] = _admm._default_rho(comp)
+    why, opts["cmax"] = _admm._infeasibility(comp)
+    if why is not None:
+        return _driver.infeasible_result(comp, opts["rho"], why, t0), None
+    if comp.idx.size == 0:
+        return _no_terms(model, comp, opts, t0), None
+    return _Driver(client, workers, timeout, t0).run(model, n_partitions, strategy, rng, opts)
 
 
 def _check_split_options(strategy: str, rng, sharded: bool) -> None:
@@ -296,6 +314,10 @@ def _no_terms(model, comp, opts, t0) -> MPEResult:
     )
 
 
+#: seconds between two looks for a lost worker while a call is pending
+_POLL = 2.0
+
+
 class _Driver:
     """One distributed run: places the actors, iterates, always releases them."""
 
@@ -310,31 +332,55 @@ class _Driver:
 
     # ------------------------------------------------------------------ exchanges
     def _wait(self, calls, what):
-        """Results of actor calls, in order; a lost or silent worker raises WorkerLostError."""
+        """Results of actor calls, in order; a lost or silent worker raises WorkerLostError.
+
+        A call that has not answered after ``_POLL`` seconds makes the driver look for a worker of the
+        run that left the cluster (a call to a live worker may wait on a lost peer), so a loss is
+        reported within seconds, not after ``timeout``."""
         out = []
         for i, fut in enumerate(calls):
             try:
-                out.append(fut.result(timeout=self.timeout))
+                deadline = time.perf_counter() + self.timeout
+                while True:
+                    left = deadline - time.perf_counter()
+                    try:
+                        out.append(fut.result(timeout=max(min(_POLL, left), 1e-3)))
+                        break
+                    except TimeoutError:
+                        if left <= _POLL or self._lost(i) is not None:
+                            raise
             except Exception as err:  # noqa: BLE001 - classified below, re-raised otherwise
                 lost = self._lost(i)
                 if lost is None and not isinstance(err, (TimeoutError, OSError)):
                     raise
                 addr = lost or self.remote[i].worker
                 raise WorkerLostError(
-                    f"worker {addr} (holding block {i}) was lost during {what}"
+                    f"worker {addr} (holding {self._holding(addr) if lost else f'block {i}'}) was lost during {what}"
                     f"{'' if lost else f' (no answer within timeout={self.timeout:g} s)'}; the run was stopped "
                     "and its other blocks released."
                 ) from err
         return out
 
     def _lost(self, i):
-        """The address of block ``i``'s worker if it has left the cluster, else None."""
-        addr = self.remote[i].worker if i < len(self.remote) else None
+        """The address of a worker of the run that has left the cluster (block ``i``'s first), else None.
+
+        In a run that reduces among the workers, a call to block ``i`` also waits on its peers, so a
+        lost peer is named when block ``i``'s own worker is still there."""
+        mine = [self.remote[i].worker] if i < len(self.remote) else []
+        others = [r.worker for r in self.remote if r.worker not in mine]
         try:
             alive = set(self.client.scheduler_info()["workers"])
         except Exception:  # noqa: BLE001 - the scheduler itself is gone: report the block's worker
-            return addr
-        return addr if addr is not None and addr not in alive else None
+            return mine[0] if mine else None
+        for addr in mine + others:
+            if addr not in alive:
+                return addr
+        return None
+
+    def _holding(self, addr) -> str:
+        """``"block i"`` (or ``"blocks i, j"``) held by the worker ``addr``."""
+        held = [str(r.index) for r in self.remote if r.worker == addr]
+        return ("block " if len(held) == 1 else "blocks ") + ", ".join(held) if held else "no block"
 
     def release(self):
         futures, self.futures, self.actors = self.futures, [], []
@@ -345,102 +391,55 @@ class _Driver:
                 pass
 
     # ------------------------------------------------------------------ placement
-    def _place(self, model, n_partitions, strategy, rng, opts, sharded):
-        """Build the actors; return the driver-side Partition (blocks replaced by _Remote views)."""
+    def _place(self, model, n_partitions, strategy, rng, opts):
+        """Split the model, send each block to its worker once and build the actors; return the
+        driver-side Partition (blocks replaced by _Remote views)."""
         client = self.client
-        if sharded:
-            n_partitions = len(model)
-            sources = model.sources
-            part = None
-        else:
-            part = partition.split_terms(
-                model, n_partitions, strategy=strategy, constraints=opts["constraints"], rng=rng
-            )
+        part = partition.split_terms(model, n_partitions, strategy=strategy, constraints=opts["constraints"], rng=rng)
         where = [self.workers[i % len(self.workers)] for i in range(n_partitions)]
         actor_futures = []
         for i in range(n_partitions):
-            if sharded:
-                fut = client.submit(BlockActor, shard=sources[i], actor=True, workers=[where[i]], pure=False)
-            else:
-                # the block goes straight to its worker, once; the driver keeps no reference to it
+            self.remote.append(_Remote(variables=np.zeros(0, np.int64), worker=where[i], index=i))
+            # the block goes straight to its worker, once; the driver keeps no reference to it
+            try:
                 [data] = client.scatter([part.blocks[i]], workers=[where[i]], direct=True, hash=False)
-                fut = client.submit(BlockActor, data, actor=True, workers=[where[i]], pure=False)
-                self.futures.append(data)
+            except (OSError, TimeoutError) as err:  # the worker left before its block arrived
+                lost = self._lost(i)
+                if lost is None:
+                    raise
+                raise WorkerLostError(
+                    f"worker {lost} (holding {self._holding(lost)}) was lost during the placement of the blocks; "
+                    "the run was stopped and its other blocks released."
+                ) from err
+            fut = client.submit(BlockActor, data, actor=True, workers=[where[i]], pure=False)
+            self.futures.append(data)
             self.futures.append(fut)
             actor_futures.append(_Result(fut))
-            self.remote.append(_Remote(variables=np.zeros(0, np.int64), worker=where[i], index=i))
         self.actors = self._wait(actor_futures, "the placement of the blocks")
         infos = self._wait([a.describe() for a in self.actors], "the placement of the blocks")
         self.remote = [_Remote(variables=info["variables"], worker=where[i], index=i) for i, info in enumerate(infos)]
         self.infos = infos
-        cmax = max(info["cmax"] for info in infos)
-        if not sharded:
-            return dataclasses.replace(part, blocks=tuple(self.remote)), cmax
-        first = infos[0]
-        for i, info in enumerate(infos[1:], start=1):
-            if info["n_variables"] != first["n_variables"] or info["fixed"] != first["fixed"]:
-                raise ValueError(
-                    f"`model` shard {i} has other variables than shard 0 (n_variables {info['n_variables']} vs "
-                    f"{first['n_variables']}, or other fixed variables); every shard must be over the same variables."
-                )
-        n = first["free"].size
-        counts = np.zeros(n)
-        held = np.zeros(n, dtype=np.int64)
-        for info in infos:
-            counts[info["variables"]] += info["counts"]
-            held[info["variables"]] += 1
-        empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0)
-        part = partition.Partition(
-            blocks=tuple(self.remote),
-            counts=counts,
-            zc_indptr=np.zeros(1, np.int64),
-            zc_idx=empty_i,
-            zc_coef=empty_f,
-            zc_const=empty_f,
-            zc_kind=np.zeros(0, np.int8),
-            n_terms=int(sum(info["n_terms"] for info in infos)),
-            n_copies=int(sum(info["n_copies"] for info in infos)),
-            max_copies=int(counts.max(initial=0)),
-            strategy="shards",
-            cut_variables=int(np.count_nonzero(held >= 2)),
-            cut_volume=int(np.maximum(held - 1, 0).sum()),
-            free=first["free"],
-            x_fixed=first["x_fixed"],
-            offset=float(sum(info["offset"] for info in infos)),
-        )
-        return part, cmax
+        return dataclasses.replace(part, blocks=tuple(self.remote))
 
     # ------------------------------------------------------------------ the run
-    def run(self, model, n_partitions, strategy, rng, opts, sharded):
+    def run(self, model, n_partitions, strategy, rng, opts):
         try:
-            return self._run(model, n_partitions, strategy, rng, opts, sharded)
+            return self._run(model, n_partitions, strategy, rng, opts)
         finally:
             self.release()
 
-    def _run(self, model, n_partitions, strategy, rng, opts, sharded):
+    def _run(self, model, n_partitions, strategy, rng, opts):
         """Place the blocks and run ``hlmrf.solve``'s driver loop (``hlmrf._driver.run``) on them."""
         ensure_warm(self.client)
-        part, cmax = self._place(model, n_partitions, strategy, rng, opts, sharded)
-        infos = self.infos
-        if sharded:
-            n_pot = sum(info["n_potentials"] for info in infos)
-            n_sq = sum(info["n_squared"] for info in infos)
-            if opts["rho"] is None:  # the rule of hlmrf.solve's default rho, over all shards
-                opts["rho"] = 0.25 if 2 * n_sq > n_pot else 1.0
-        else:
-            cmax = opts["cmax"]
+        part = self._place(model, n_partitions, strategy, rng, opts)
         x0 = opts["x0"]
-        if sharded and x0 is not None:
-            x0 = as_float_array(x0, "x0", ndim=1, allow_neginf=False)
-            if x0.shape != (part.x_fixed.size,):
-                raise ValueError(f"`x0` must have shape ({part.x_fixed.size},); got {x0.shape}.")
         z = np.zeros(part.n) if x0 is None else np.clip(x0[part.free], 0.0, 1.0)
-        ex = _Actors(self, part, z, model=None if sharded else model, opts=opts)
+        ex = _Actors(self, part, z, model=model, opts=opts)
         n_workers = len({r.worker for r in self.remote})
         result = _driver.run(
             ex,
             **{k: opts[k] for k in _RUN_OPTIONS},
-            cmax=cmax,
+            cmax=opts["cmax"],
             zcons=part.consensus_constraints(),
             t0=self.t0,
             desc="ADMM (dask)",
@@ -513,8 +512,6 @@ class _Actors:
 
     def answer(self, cert):
         full = self.part.full(self.z)
-        if self.model is None:  # shards: the objective and violation of the bound's pass over the blocks
-            return full, cert[1], cert[2]
         # the driver holds the model: the objective exactly as hlmrf.solve computes it
         return full, self.model.objective(full), self.model.max_violation(full)
 

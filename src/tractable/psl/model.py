@@ -602,8 +602,48 @@ class Model:
         )
         return self._ground
 
+    def ground_shards(self, directory, n_shards: int, *, chunk_size: int | None = None):
+        """Ground every rule into a shard set, never holding the whole ground program in this process.
+
+        Each rule is grounded in DuckDB in chunks of about ``chunk_size`` groundings (the rows of one
+        of its atoms split by a hash of one argument), and every chunk's ground rules go straight
+        into the files of ``n_shards`` shards (observed atoms folded into the constants, each ground
+        rule in the shard of a hash of its smallest free atom). This process keeps vectors over the
+        atoms and one chunk; the workers of :func:`tractable.distributed.solve` build each block from
+        its shard. The ground rules are those of :meth:`ground` (in another order). See
+        :mod:`tractable.psl.shards`.
+
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            The shard set's folder: new, empty, or an earlier shard set (replaced). It must be readable
+            by the workers (a shared file system on a cluster). Written whole or not at all.
+        n_shards : int
+            Number of shards: the blocks of the distributed run (typically one per worker).
+        chunk_size : int, optional
+            Groundings per chunk (default :data:`tractable.psl.shards.CHUNK_SIZE`, 2^18): the largest
+            query result and arrays held at once.
+
+        Returns
+        -------
+        ShardedGroundModel
+            ``shards`` (:class:`~tractable.distributed.HLMRFShards` over the shard folders), per-rule
+            counts, offsets and times, ``rule_chunks``, ``shard_terms`` and the ``atoms`` table.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`ground`; a ``directory`` that is a file or a folder of other files; a
+            non-positive ``n_shards`` or ``chunk_size``.
+        """
+        from .shards import CHUNK_SIZE, ground_shards
+
+        return ground_shards(self, directory, n_shards, chunk_size=CHUNK_SIZE if chunk_size is None else chunk_size)
+
     # ------------------------------------------------------------------ inference
-    def infer(self, *, client=None, **solve_options) -> tuple[dict, MPEResult]:
+    def infer(
+        self, *, client=None, shards: bool | int | None = None, shard_dir=None, **solve_options
+    ) -> tuple[dict, MPEResult]:
         """Ground (if needed) and find the MPE assignment of the targets.
 
         Parameters
@@ -612,6 +652,18 @@ class Model:
             Solve on this Dask cluster: consensus ADMM with the ground program's terms split into one
             block per worker (:func:`tractable.distributed.solve`), the same certified answer as in one
             process. ``solve_options`` are then :func:`tractable.distributed.solve`'s.
+        shards : bool or int, optional
+            With a ``client``: ground into shards (:meth:`ground_shards`), so that neither this process
+            nor any worker holds the whole ground program, the workers build their blocks from the
+            shard files and add up the consensus among themselves. ``True``: one shard per worker; an
+            int: that many shards; ``False``: ground here and split (:meth:`ground`); ``None``
+            (default): shards when the program has at least
+            :data:`tractable.psl.shards.SHARD_THRESHOLD` groundings (counted in DuckDB first) and was
+            not grounded here already. Without a ``client`` it must be None or False.
+        shard_dir : str or os.PathLike, optional
+            Where the shard set is written (:meth:`ground_shards`'s ``directory``; kept after the run).
+            Default: a temporary folder, removed after the run (on this machine: fine for a
+            ``LocalCluster``; a cluster of other machines needs a shared folder).
         **solve_options
             Passed to :func:`tractable.hlmrf.solve` (``method``, ``eps_abs``, ``max_iter``...), over
             :attr:`solve_options` (which apply to ADMM only: ``method="clarabel"`` or ``"highs"`` solves
@@ -627,10 +679,20 @@ class Model:
         """
         import pandas as pd
 
-        g = self.ground()
         method = solve_options.pop("method", "admm")
         # the configuration's options are ADMM's (admmreasoner.*): the exact reference solvers take none
         opts = {**(self.solve_options if method == "admm" else {}), **solve_options}
+        if shards is not None and not isinstance(shards, (bool, int, np.integer)):
+            raise TypeError(f"`shards` must be None, a bool or a number of shards; got {type(shards).__name__}.")
+        if client is None and shards not in (None, False):
+            raise ValueError(f"`shards`={shards!r} needs a `client` (the shards are solved on a Dask cluster).")
+        if client is not None:
+            if method != "admm":
+                raise ValueError(f"`client` runs consensus ADMM on the cluster; `method`={method!r} does not apply.")
+            sharded = self._infer_sharded(client, shards, shard_dir, opts)
+            if sharded is not None:
+                return sharded
+        g = self.ground()
         if client is not None:
             if method != "admm":
                 raise ValueError(f"`client` runs consensus ADMM on the cluster; `method`={method!r} does not apply.")
@@ -650,6 +712,46 @@ class Model:
             out[name] = pd.DataFrame(cols)
         self._predictions = out
         return out, res
+
+    def _infer_sharded(self, client, shards, shard_dir, opts):
+        """``infer`` through a shard set (see its ``shards``), or None when the program is solved from
+        :meth:`ground` instead."""
+        import shutil
+        import tempfile
+
+        from ..distributed import check_client
+        from ..distributed import solve as distributed_solve
+        from .shards import CHUNK_SIZE, SHARD_THRESHOLD, ground_shards, predictions, total_groundings
+
+        if shards is False or (shards is None and self._ground is not None):
+            return None
+        if not isinstance(shards, bool) and shards is not None and shards < 1:
+            raise ValueError(f"`shards` must be a positive number of shards; got {shards!r}.")
+        client = check_client(client)
+        n_shards = len(client.scheduler_info()["workers"]) if shards is None or shards is True else int(shards)
+        loaded = self._load()
+        if shards is None and total_groundings(self) < SHARD_THRESHOLD:
+            return None
+        tmp = None
+        if shard_dir is None:
+            tmp = tempfile.mkdtemp(prefix="tractable-psl-shards-")
+            shard_dir = os.path.join(tmp, "shards")
+        try:
+            g = ground_shards(self, shard_dir, n_shards, chunk_size=CHUNK_SIZE, loaded=loaded)
+            res = distributed_solve(g.shards, client, **opts)
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+        out = predictions(g._atom_parts, np.asarray(res.x))
+        self._predictions = out
+        self._sharded_ground = g
+        return out, res
+
+    @property
+    def sharded_ground(self):
+        """The :class:`~tractable.psl.shards.ShardedGroundModel` of the last :meth:`infer` that grounded into
+        shards (its counts, times and atom table; its files are gone unless ``shard_dir`` kept them), or None."""
+        return getattr(self, "_sharded_ground", None)
 
     def evaluate(self, predictions: dict | None = None) -> dict:
         """Compare inferred values with the ``truth`` partition.
