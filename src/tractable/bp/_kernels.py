@@ -1,5 +1,7 @@
-"""Compiled kernels of belief propagation: cardinality-factor messages (all factors of a group in one call)
-and exact sum-product on forests.
+"""Compiled kernels of belief propagation: cardinality-factor messages (all factors of a group in one call),
+exact sum-product on forests, and loopy BP's engine: the variables' belief sums (:func:`var_beliefs`) and the
+whole-group update of table factors (:func:`table_pairs` for pairwise factors over binary variables,
+:func:`table_general` for any others, compiled on first use).
 
 Every cardinality kernel reads the incoming log messages ``mu[e, 0:2]`` (variable -> factor, normalized,
 so the larger entry is at most 0 and no entry is NaN; one entry may be ``-inf``) of each factor's edges
@@ -379,3 +381,300 @@ def tree_sum_product(order, parent, edge, child_is_v, unary, pairwise, node_m, e
         for b in range(k):
             node_m[c, b] = np.exp(work[CAV, b] - m - ls)
     return True
+
+
+# --------------------------------------------------------------------------- the loopy engine and table factors
+#: a sum-product message of :func:`table_pairs` with an entry below this (before normalization: ``exp(table -
+#: max table)`` times the other variable's cavity weights, the larger 1) is recomputed in log space by
+#: :func:`table_general`, where nothing underflows
+_TINY = 1e-200
+
+
+@njit(error_model="numpy")
+def var_beliefs(var_ptr, var_edges, prior_fin, prior_ninf, nu, fin, ninf):
+    """Each variable's prior plus its incoming messages ``nu``, as a finite part and a count of ``-inf`` terms.
+
+    ``fin[v, y] = prior_fin[v, y] + sum nu[e, y]`` over the finite entries of the variable's edges
+    ``var_edges[var_ptr[v]:var_ptr[v + 1]]`` (summed from 0 in edge order, as ``incidence @ nu`` does),
+    ``ninf[v, y] = prior_ninf[v, y] +`` the number of ``-inf`` entries, so that a cavity (one message taken
+    out again) never computes ``-inf - -inf``.
+    """
+    n, width = fin.shape
+    for v in range(n):
+        for y in range(width):
+            s = 0.0
+            c = 0.0
+            for r in range(var_ptr[v], var_ptr[v + 1]):
+                u = nu[var_edges[r], y]
+                if u == _NINF:
+                    c += 1.0
+                else:
+                    s += u
+            fin[v, y] = prior_fin[v, y] + s
+            ninf[v, y] = prior_ninf[v, y] + c
+
+
+@njit
+def _cavity_entry(fin, ninf, u):
+    """One entry of a cavity: the belief ``fin`` (with ``ninf`` ``-inf`` terms) without the message entry ``u``."""
+    if u == _NINF:
+        return _NINF if ninf > 1.0 else fin
+    return _NINF if ninf > 0.0 else fin - u
+
+
+@njit
+def _logaddexp(x, y):
+    """``log(exp(x) + exp(y))`` as NumPy's ``logaddexp`` computes it (``-inf`` operands exact)."""
+    if x == y:
+        return x + np.log(2.0)
+    d = x - y
+    if d > 0:
+        return x + np.log1p(np.exp(-d))
+    return y + np.log1p(np.exp(d))
+
+
+@njit
+def _max_out(q0, q1, o0, o1, keep, lnew, lkeep):
+    """A binary max-product message ``(q0, q1)`` shifted to maximum 0 and, with damping, mixed with the current
+    one ``(o0, o1)`` and shifted again, as the engine's NumPy normalization and damping do."""
+    top = max(q0, q1)
+    q0 -= top
+    q1 -= top
+    if keep > 0.0:
+        q0 = _logaddexp(lnew + q0, lkeep + o0)
+        q1 = _logaddexp(lnew + q1, lkeep + o1)
+        top = max(q0, q1)
+        q0 -= top
+        q1 -= top
+    return q0, q1
+
+
+@njit
+def _sum_out(q0, q1, p0, p1, keep):
+    """A binary sum-product message ``(q0, q1)`` (positive) as probabilities, mixed with the current ones
+    ``(p0, p1)`` with damping: ``(r0, r1, log(r1 / r0), largest change)``."""
+    inv = 1.0 / (q0 + q1)
+    r0 = q0 * inv
+    r1 = q1 * inv
+    if keep > 0.0:
+        r0 = (1.0 - keep) * r0 + keep * p0
+        r1 = (1.0 - keep) * r1 + keep * p1
+    return r0, r1, np.log(r1 / r0), max(abs(r0 - p0), abs(r1 - p1))
+
+
+@njit(error_model="numpy")
+def table_pairs(
+    pairs, fptr, fedge, tptr, tlog, texp, edge_var, fin, ninf, nu, nu_p, new, new_p, is_max, damping, later
+):  # fmt: skip
+    """New messages of the pairwise table factors ``pairs`` over two binary variables, in one pass.
+
+    Factor ``f`` has edges ``fedge[fptr[f]:fptr[f + 1]]`` (its table's axes) and table ``tlog[tptr[f]:tptr[f] +
+    4]`` (C order), ``texp`` being ``exp(tlog - max)`` per factor. For each edge ``e`` this writes the new log
+    message ``new[e]`` from the variables' beliefs ``fin``, ``ninf`` (:func:`var_beliefs` of ``nu``), damped
+    against the current one (``nu[e]``; ``nu_p[e]`` as normalized probabilities), on scalars.
+
+    Max-product runs in log space exactly as the NumPy reference (:meth:`TableMessages.messages` and the
+    engine's normalization and damping): the same sums, maxima and shifts. Its messages are normalized
+    (maximum 0); ``new_p = exp(new)`` and the residual are left to the caller, as one vectorized ``exp``.
+
+    Sum-product runs on probabilities: each cavity as weights (1 for its larger state, one ``exp`` for the
+    other), each message ``sum texp * weights``, instead of a log-sum-exp per state of each message. A message
+    is stored as ``(0, log(r1 / r0))`` for its new probabilities ``r`` (written to ``new_p``): beliefs and
+    cavities only need it up to a constant, so this costs one ``log`` instead of two (the engine normalizes
+    the final messages). A factor whose message has an entry below ``_TINY`` (where an underflow could matter)
+    is left to :func:`table_general`, in log space, as is any factor with a cavity or a message that forbids
+    both states of a variable (the general code flags them): their indices go to ``later`` (int64 scratch of
+    ``len(pairs)``).
+
+    Returns ``(the largest |new_p - nu_p| (sum-product; 0 for max-product), how many went to later)``.
+    """
+    keep = damping
+    lkeep = np.log(damping) if damping > 0.0 else _NINF
+    lnew = np.log1p(-damping)
+    n_later = 0
+    residual = 0.0
+    for f in pairs:
+        e0 = fptr[f]
+        ea = fedge[e0]
+        eb = fedge[e0 + 1]
+        t0 = tptr[f]
+        va = edge_var[ea]
+        vb = edge_var[eb]
+        xa0 = _cavity_entry(fin[va, 0], ninf[va, 0], nu[ea, 0])
+        xa1 = _cavity_entry(fin[va, 1], ninf[va, 1], nu[ea, 1])
+        xb0 = _cavity_entry(fin[vb, 0], ninf[vb, 0], nu[eb, 0])
+        xb1 = _cavity_entry(fin[vb, 1], ninf[vb, 1], nu[eb, 1])
+        ta = max(xa0, xa1)
+        tb = max(xb0, xb1)
+        if ta == _NINF or tb == _NINF:
+            later[n_later] = f
+            n_later += 1
+            continue
+        if is_max:  # to a: q[y] = max_z tlog[y, z] + mu_b[z]; to b: q[z] = max_y tlog[y, z] + mu_a[y]
+            xa0 -= ta
+            xa1 -= ta
+            xb0 -= tb
+            xb1 -= tb
+            qa0 = max(tlog[t0] + xb0, tlog[t0 + 1] + xb1)
+            qa1 = max(tlog[t0 + 2] + xb0, tlog[t0 + 3] + xb1)
+            qb0 = max(tlog[t0] + xa0, tlog[t0 + 2] + xa1)
+            qb1 = max(tlog[t0 + 1] + xa0, tlog[t0 + 3] + xa1)
+            if max(qa0, qa1) == _NINF or max(qb0, qb1) == _NINF:  # a message forbids both states
+                later[n_later] = f
+                n_later += 1
+                continue
+            n0, n1 = _max_out(qa0, qa1, nu[ea, 0], nu[ea, 1], keep, lnew, lkeep)
+            new[ea, 0] = n0
+            new[ea, 1] = n1
+            n0, n1 = _max_out(qb0, qb1, nu[eb, 0], nu[eb, 1], keep, lnew, lkeep)
+            new[eb, 0] = n0
+            new[eb, 1] = n1
+            continue
+        sa = np.exp(min(xa0, xa1) - ta)
+        sb = np.exp(min(xb0, xb1) - tb)
+        wa0 = 1.0 if xa0 == ta else sa
+        wa1 = 1.0 if xa1 == ta else sa
+        wb0 = 1.0 if xb0 == tb else sb
+        wb1 = 1.0 if xb1 == tb else sb
+        qa0 = texp[t0] * wb0 + texp[t0 + 1] * wb1
+        qa1 = texp[t0 + 2] * wb0 + texp[t0 + 3] * wb1
+        qb0 = texp[t0] * wa0 + texp[t0 + 2] * wa1
+        qb1 = texp[t0 + 1] * wa0 + texp[t0 + 3] * wa1
+        if min(min(qa0, qa1), min(qb0, qb1)) < _TINY:
+            later[n_later] = f
+            n_later += 1
+            continue
+        r0, r1, lodds, change = _sum_out(qa0, qa1, nu_p[ea, 0], nu_p[ea, 1], keep)
+        new[ea, 0] = 0.0
+        new[ea, 1] = lodds
+        new_p[ea, 0] = r0
+        new_p[ea, 1] = r1
+        residual = max(residual, change)
+        r0, r1, lodds, change = _sum_out(qb0, qb1, nu_p[eb, 0], nu_p[eb, 1], keep)
+        new[eb, 0] = 0.0
+        new[eb, 1] = lodds
+        new_p[eb, 0] = r0
+        new_p[eb, 1] = r1
+        residual = max(residual, change)
+    return residual, n_later
+
+
+@njit
+def _log_message(j, k, cards, digits, tlog, t0, size, mu, width, is_max, q, s):
+    """One table factor's log message to its ``j``-th variable, over its ``size`` configurations (C order):
+    ``q[y]`` for ``y < cards[j]`` receives the maximum (max-product) or the log-sum-exp (sum-product) over the
+    configurations with ``y_j = y`` of ``tlog + sum of the others' mu`` (added left to right, as the NumPy
+    reference adds its broadcast arrays); ``mu[i * width + y]`` is variable ``i``'s cavity, ``s`` scratch."""
+    for rep in range(1 if is_max else 2):
+        for y in range(cards[j]):
+            if rep == 0:
+                q[y] = _NINF
+            else:
+                s[y] = 0.0
+        for i in range(k):
+            digits[i] = 0
+        for c in range(size):
+            acc = tlog[t0 + c]
+            for i in range(k):
+                if i != j:
+                    acc += mu[i * width + digits[i]]
+            y = digits[j]
+            if rep == 0:
+                q[y] = max(q[y], acc)
+            elif acc != _NINF:
+                s[y] += np.exp(acc - q[y])
+            i = k - 1
+            while i >= 0:
+                digits[i] += 1
+                if digits[i] < cards[i]:
+                    break
+                digits[i] = 0
+                i -= 1
+    if not is_max:
+        for y in range(cards[j]):
+            if q[y] != _NINF:
+                q[y] += np.log(s[y])
+
+
+@njit(error_model="numpy")
+def table_general(
+    factors, n_factors, fptr, fedge, tptr, tlog, edge_var, edge_card, fin, ninf, nu, nu_p, new, new_p, is_max,
+    damping, work, iwork,
+):  # fmt: skip
+    """New messages of the table factors ``factors[:n_factors]``, of any arity and cardinalities, in log space.
+
+    The layout and arguments are those of :func:`table_pairs`. Each message is the maximum (max-product) or
+    log-sum-exp (sum-product) over the factor's configurations of its log table plus the other variables'
+    cavities (:func:`_log_message`), shifted to maximum 0 or log-sum-exp 0 and, with damping, mixed with the
+    current message and shifted again, all as the NumPy reference does. Sum-product also writes ``new_p``
+    (probabilities); the current messages may be stored up to a constant (see :func:`table_pairs`).
+
+    Returns ``(the largest |new_p - nu_p| (sum-product; 0 for max-product), flags)``: flag 1 when a cavity
+    forbids every state of a variable, 2 when a message does (the caller raises). ``work`` is float64 scratch of
+    ``(kmax + 2) width`` entries, ``iwork`` int64 scratch of ``2 kmax`` (``kmax`` the largest arity).
+    """
+    width = nu.shape[1]
+    kmax = iwork.shape[0] // 2
+    cards = iwork[:kmax]
+    digits = iwork[kmax:]
+    mu = work[: kmax * width]
+    q = work[kmax * width : (kmax + 1) * width]
+    s = work[(kmax + 1) * width : (kmax + 2) * width]
+    lkeep = np.log(damping) if damping > 0.0 else _NINF
+    lnew = np.log1p(-damping)
+    residual = 0.0
+    flags = 0
+    for g in range(n_factors):
+        f = factors[g]
+        e0 = fptr[f]
+        k = fptr[f + 1] - e0
+        for i in range(k):  # the cavities, shifted to maximum 0
+            e = fedge[e0 + i]
+            cards[i] = edge_card[e]
+            v = edge_var[e]
+            top = _NINF
+            for y in range(cards[i]):
+                mu[i * width + y] = _cavity_entry(fin[v, y], ninf[v, y], nu[e, y])
+                top = max(top, mu[i * width + y])
+            if top == _NINF:
+                flags |= 1
+                continue
+            for y in range(cards[i]):
+                mu[i * width + y] -= top
+        for j in range(k):
+            e = fedge[e0 + j]
+            c = cards[j]
+            _log_message(j, k, cards, digits, tlog, tptr[f], tptr[f + 1] - tptr[f], mu, width, is_max, q, s)
+            oshift = 0.0  # the current message minus this is normalized (sum-product may store it shifted)
+            if not is_max:
+                oshift = _NINF
+                for y in range(c):
+                    oshift = _logaddexp(oshift, nu[e, y])
+            ok = True
+            for rep in range(2):  # shift to maximum or log-sum-exp 0; with damping, mix and shift again
+                top = _NINF
+                for y in range(c):
+                    top = max(top, q[y])
+                if top == _NINF:
+                    ok = False
+                    break
+                if not is_max:
+                    t = 0.0
+                    for y in range(c):
+                        t += np.exp(q[y] - top)
+                    top += np.log(t)
+                for y in range(c):
+                    q[y] -= top
+                if rep == 1 or damping == 0.0:
+                    break
+                for y in range(c):
+                    q[y] = _logaddexp(lnew + q[y], lkeep + nu[e, y] - oshift)
+            if not ok:
+                flags |= 2
+                continue
+            for y in range(c):
+                new[e, y] = q[y]
+                if not is_max:
+                    new_p[e, y] = np.exp(q[y])
+                    residual = max(residual, abs(new_p[e, y] - nu_p[e, y]))
+    return residual, flags

@@ -1,11 +1,14 @@
 """The message handlers of the built-in factor types: dense tables and cardinality factors.
 
 :class:`TableMessages` batches all table factors of the same shape into one array operation per
-variable position. :class:`CardinalityMessages` computes *all* outgoing messages of a cardinality
-factor over ``D`` variables together: sum-product by the convolution tree of
-:mod:`tractable.cardinality` (O(D log^2 D)), or, when few counts are allowed (``f`` finite on at most
-``kmax + 1`` counts near 0 or near ``D``), by the log-space chain in O(D kmax), which is faster there;
-max-product by sorting, O(D log D).
+variable position (the NumPy reference, used by the sequential schedule); on the parallel schedule its
+compiled :meth:`~TableMessages.update` runs the whole group in one pass (:func:`_kernels.table_pairs` for
+pairwise factors over binary variables, :func:`_kernels.table_general` for the rest).
+
+:class:`CardinalityMessages` computes *all* outgoing messages of a cardinality factor over ``D``
+variables together: sum-product by the convolution tree of :mod:`tractable.cardinality` (O(D log^2 D)),
+or, when few counts are allowed (``f`` finite on at most ``kmax + 1`` counts near 0 or near ``D``), by
+the log-space chain in O(D kmax), which is faster there; max-product by sorting, O(D log D).
 
 A factor that counts one state ``label`` of variables with more states (``CardinalityFactor(...,
 label=l, n_states=m)``) depends on each variable only through "``y = l`` or not". Its incoming message
@@ -48,20 +51,118 @@ class _TableGroup:
     pos: np.ndarray  # (F,) positions of the factors in the list given to compile
 
 
+@dataclass(frozen=True)
+class _TableCompiled:
+    """A group of table factors: by shape for the NumPy methods, flat for :func:`_kernels.table_update`.
+
+    Factor ``f`` of the flat layout (the shape groups one after the other) has edges ``fedge[fptr[f]:fptr[f +
+    1]]`` and log table ``tlog[tptr[f]:tptr[f + 1]]`` (C order), ``texp`` being ``exp(tlog - max)`` per factor;
+    ``work``, ``iwork`` and ``later`` are the kernel's scratch, allocated here once (the arrays are private to
+    one run, writable and C-contiguous: the kernel sees one type).
+    """
+
+    groups: tuple  # of _TableGroup
+    pairs: np.ndarray  # the factors over two binary variables (flat indices)
+    others: np.ndarray  # the rest
+    fptr: np.ndarray
+    fedge: np.ndarray
+    tptr: np.ndarray
+    tlog: np.ndarray
+    texp: np.ndarray
+    work: np.ndarray
+    iwork: np.ndarray
+    later: np.ndarray
+
+    def __iter__(self):  # the shape groups, as the compiled form of earlier versions was
+        return iter(self.groups)
+
+
+def _flat_tables(groups: tuple, width: int) -> tuple:
+    """The shape groups as the flat arrays of :class:`_TableCompiled` (all C-contiguous and writable)."""
+    arity = [len(g.edges) for g in groups]
+    counts = [g.pos.shape[0] for g in groups]
+    sizes = [int(np.prod(g.tables.shape[1:], dtype=np.int64)) for g in groups]
+    fptr = np.zeros(sum(counts) + 1, dtype=np.int64)
+    fptr[1:] = np.cumsum(np.repeat(np.asarray(arity, dtype=np.int64), counts))
+    tptr = np.zeros(sum(counts) + 1, dtype=np.int64)
+    tptr[1:] = np.cumsum(np.repeat(np.asarray(sizes, dtype=np.int64), counts))
+    fedge = np.concatenate([np.stack(g.edges, axis=1).reshape(-1) for g in groups] or [np.zeros(0)]).astype(np.int64)
+    flat = [g.tables.reshape(g.tables.shape[0], -1) for g in groups]
+    tlog = np.concatenate([t.reshape(-1) for t in flat] or [np.zeros(0)]).astype(np.float64)
+    texp = []
+    for t in flat:
+        top = np.max(t, axis=1, keepdims=True) if t.shape[1] else np.zeros((t.shape[0], 1))
+        with np.errstate(invalid="ignore"):
+            texp.append(np.exp(t - np.where(np.isfinite(top), top, 0.0)).reshape(-1))
+    texp = np.concatenate(texp or [np.zeros(0)]).astype(np.float64)
+    kmax = max(arity, default=1) or 1
+    binary = [len(g.edges) == 2 and g.tables.shape[1:] == (2, 2) for g in groups]
+    kind = np.repeat(np.asarray(binary, dtype=bool), counts)
+    pairs = np.flatnonzero(kind).astype(np.int64)
+    others = np.flatnonzero(~kind).astype(np.int64)
+    work = np.empty((kmax + 2) * width)
+    iwork = np.empty(2 * kmax, dtype=np.int64)
+    later = np.empty(pairs.shape[0], dtype=np.int64)
+    return pairs, others, fptr, fedge, tptr, tlog, texp, work, iwork, later
+
+
 class TableMessages(FactorMessages):
-    """Dense log-potential tables, batched over the factors of one shape."""
+    """Dense log-potential tables, batched over the factors of one shape.
+
+    :meth:`messages` is the NumPy reference (one array operation per shape and variable position);
+    on the parallel schedule the engine calls :meth:`update` instead, which runs the whole group's
+    cavities, messages, normalization and damping in one compiled pass (:func:`_kernels.table_update`).
+    """
 
     def compile(self, factors, edges, cardinalities):
-        by_shape: dict = {}
-        for i, (fac, e) in enumerate(zip(factors, edges)):
-            by_shape.setdefault(fac.log_table.shape, []).append((fac.log_table, e, i))
+        tables = [fac.log_table for fac in factors]
+        shapes = [t.shape for t in tables]
+        if len(set(shapes)) == 1:  # the common case: one shape
+            by_shape = {shapes[0]: range(len(tables))}
+        else:
+            by_shape = {}
+            for i, shape in enumerate(shapes):
+                by_shape.setdefault(shape, []).append(i)
         groups = []
-        for items in by_shape.values():
-            tables = np.stack([t for t, _, _ in items])
-            ed = np.stack([e for _, e, _ in items])  # (F, k)
-            pos = np.array([i for _, _, i in items], dtype=np.int64)
-            groups.append(_TableGroup(tables, tuple(ed[:, j].copy() for j in range(ed.shape[1])), pos))
-        return tuple(groups)
+        for shape, items in by_shape.items():
+            n = len(items)  # concatenated, then reshaped: much faster than np.stack for many small arrays
+            stack = np.concatenate([tables[i] for i in items]).reshape((n, *shape))
+            ed = np.concatenate([edges[i] for i in items]).astype(np.int64, copy=False).reshape(n, len(shape))
+            pos = np.asarray(items, dtype=np.int64)
+            groups.append(_TableGroup(stack, tuple(ed[:, j].copy() for j in range(ed.shape[1])), pos))
+        groups = tuple(groups)
+        width = int(max((max(g.tables.shape[1:], default=1) for g in groups), default=1))
+        if cardinalities is not None and len(cardinalities):
+            width = max(width, int(np.max(cardinalities)))
+        return _TableCompiled(groups, *_flat_tables(groups, width))
+
+    def update(self, compiled, ws) -> tuple[float, int]:
+        """The group's new messages on the parallel schedule, compiled: the pairwise factors over two binary
+        variables in one pass on scalars (:func:`_kernels.table_pairs`), the others and the pairs it leaves
+        (near an underflow, or a forbidding cavity) in log space (:func:`_kernels.table_general`, compiled on
+        first use). ``ws`` is the engine's :class:`~tractable.bp._wiring.Workspace`; returns ``(residual,
+        flags)`` as these kernels define them."""
+        c = compiled
+        is_max = ws.kind == "max"
+        residual, n_later = 0.0, 0
+        if c.pairs.shape[0]:
+            residual, n_later = _kernels.table_pairs(
+                c.pairs, c.fptr, c.fedge, c.tptr, c.tlog, c.texp, ws.edge_var, ws.fin, ws.ninf, ws.nu, ws.nu_p,
+                ws.new, ws.new_p, is_max, ws.damping, c.later,
+            )  # fmt: skip
+        flags = 0
+        for rest, n_rest in ((c.others, c.others.shape[0]), (c.later, n_later)):
+            if n_rest:
+                work = c.work
+                if work.shape[0] < (c.iwork.shape[0] // 2 + 2) * ws.nu.shape[1]:  # compiled without cardinalities
+                    work = np.empty((c.iwork.shape[0] // 2 + 2) * ws.nu.shape[1])
+                r, f = _kernels.table_general(
+                    rest, n_rest, c.fptr, c.fedge, c.tptr, c.tlog, ws.edge_var, ws.edge_card, ws.fin, ws.ninf,
+                    ws.nu, ws.nu_p, ws.new, ws.new_p, is_max, ws.damping, work, c.iwork,
+                )  # fmt: skip
+                residual = max(residual, r)
+                flags |= f
+        return float(residual), int(flags)
 
     def factor_beliefs(self, compiled, incoming, kind):
         out: list = [None] * int(sum(g.pos.shape[0] for g in compiled))
@@ -71,8 +172,10 @@ class TableMessages(FactorMessages):
             top = logsumexp(flat, axis=1, keepdims=True) if kind == "sum" else flat.max(axis=1, keepdims=True)
             b = np.exp(flat - top)
             b /= b.sum(axis=1, keepdims=True)
-            for row, i in enumerate(g.pos):
-                out[i] = b[row].reshape(x.shape[1:])
+            b = b.reshape(x.shape)
+            b.flags.writeable = False  # private to this call: the rows below are read-only views of it
+            for i, row in zip(g.pos.tolist(), b):
+                out[i] = row
         return out
 
     @staticmethod
@@ -236,7 +339,7 @@ class CardinalityMessages(FactorMessages):
             theta = _theta(w0, w1)
             try:
                 lz = _log_partition_core(theta, f, "auto", DEFAULT_CROSSOVER)
-            except ValueError as err:
+            except ZeroPartitionError as err:
                 raise _no_mass("a cardinality factor with its incoming messages") from err
             # the core drops each free variable's w0 and each clamped variable's weight: add them back
             total += lz + float(np.where(w0 == -np.inf, w1, w0).sum())
@@ -256,7 +359,7 @@ def _tree_messages(e: np.ndarray, f: np.ndarray, incoming: np.ndarray, out: np.n
     theta = _theta(w0, w1)
     try:
         log_odds, _, _, _ = _marginals_core(theta, f, "auto", DEFAULT_CROSSOVER)
-    except ValueError as err:
+    except ZeroPartitionError as err:
         raise _no_mass("a cardinality factor with its incoming messages") from err
     on, off = np.isposinf(theta), np.isneginf(theta)
     free = ~(on | off)
@@ -275,7 +378,7 @@ def _tree_messages(e: np.ndarray, f: np.ndarray, incoming: np.ndarray, out: np.n
             g = f[y : y + rest.shape[0] + 1]
             try:
                 m[y] = _log_partition_core(rest, g, "auto", DEFAULT_CROSSOVER)
-            except ValueError:
+            except ZeroPartitionError:
                 m[y] = -np.inf
         out[e[mask], 0] = m[0]
         out[e[mask], 1] = m[1]

@@ -5,12 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..factorgraph import FactorGraph, TableFactor
+from . import _kernels
 from ._registry import handler_for
 
-__all__ = ["Wiring", "compile_graph"]
+__all__ = ["ScorePlan", "Wiring", "Workspace", "compile_graph", "score_plan"]
+
+
+@dataclass(frozen=True)
+class ScorePlan:
+    """How to score an assignment of a graph with one gather per table shape (see :func:`score_plan`).
+
+    Attributes
+    ----------
+    constant : float
+        The graph's constant.
+    n_factors : int
+    tables : tuple of (positions (F,), tables (F, S), variables (F, k), strides (k,))
+        The table factors of each shape: their positions in ``fg.factors``, their flattened tables, their
+        variables and the C-order strides of the shape.
+    others : tuple of (position, factor)
+        Every other factor (scored by its own ``evaluate``).
+    """
+
+    constant: float
+    n_factors: int
+    tables: tuple
+    others: tuple
 
 
 @dataclass(frozen=True)
@@ -29,13 +51,20 @@ class Wiring:
         The graph's constant plus the factors over no variable.
     edge_var : ndarray of shape (n_edges,)
         The variable of every (factor, variable) edge.
+    edge_card : ndarray of shape (n_edges,)
+        Its cardinality.
     pad : ndarray of shape (n_edges, K), bool
         Entries past the edge variable's cardinality.
-    incidence : scipy.sparse.csr_matrix of shape (n, n_edges)
-        ``incidence[v, e] = 1`` when edge ``e`` belongs to variable ``v`` (sums messages per variable).
+    var_ptr, var_edges : ndarray of shape (n + 1,) and (n_edges,)
+        Variable ``v``'s edges are ``var_edges[var_ptr[v]:var_ptr[v + 1]]``, in increasing order.
     groups : tuple of (handler, compiled, edge ids, factor indices)
         Factors grouped by handler (all at once, for the parallel schedule) or one factor per group
         (for the sequential schedule); the indices are the factors' positions in ``fg.factors``.
+    unary : tuple of (positions, variables)
+        The single-variable table factors folded into ``prior``: their positions in ``fg.factors`` and
+        their variables (int64 arrays).
+    score : ScorePlan
+        The graph's scoring plan (its original tables, before any shift).
     """
 
     cardinalities: np.ndarray
@@ -43,9 +72,13 @@ class Wiring:
     prior: np.ndarray
     constant: float
     edge_var: np.ndarray
+    edge_card: np.ndarray
     pad: np.ndarray
-    incidence: sp.csr_matrix
+    var_ptr: np.ndarray
+    var_edges: np.ndarray
     groups: tuple
+    unary: tuple
+    score: ScorePlan
 
 
 #: table factors with a finite entry larger in magnitude than this are shifted (see :func:`compile_graph`)
@@ -64,6 +97,69 @@ def _shifted(table: np.ndarray) -> tuple[np.ndarray, float]:
         return table - m, m
 
 
+def _table_shapes(factors) -> tuple[dict, list, list, set]:
+    """One pass over ``factors``: ``{shape: positions}`` of the table factors over at least one variable,
+    the positions of the other factors over at least one variable, those of the factors over none, and the
+    set of the factors' types."""
+    types = set(map(type, factors))
+    if types <= {TableFactor}:  # plain tables only (the common case): grouped by shape with NumPy
+        shapes = [fac.log_table.shape for fac in factors]
+        index = {shape: k for k, shape in enumerate(dict.fromkeys(shapes))}
+        ids = np.fromiter(map(index.__getitem__, shapes), dtype=np.int64, count=len(shapes))
+        by_shape = {shape: np.flatnonzero(ids == k).tolist() for shape, k in index.items() if shape}
+        return by_shape, [], np.flatnonzero(ids == index[()]).tolist() if () in index else [], types
+    by_shape: dict = {}
+    others: list = []
+    empty: list = []
+    for fi, fac in enumerate(factors):
+        if len(fac.variables) == 0:
+            empty.append(fi)
+        elif isinstance(fac, TableFactor):
+            by_shape.setdefault(fac.log_table.shape, []).append(fi)
+        else:
+            others.append(fi)
+    return by_shape, others, empty, types
+
+
+def _stack(factors, positions: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(positions, tables (F, prod(shape)), variables (F, k))`` of table factors of one shape (concatenated
+    along their first axis, which is much faster than ``np.stack`` for many small arrays)."""
+    pos = np.asarray(positions, dtype=np.int64)
+    n = len(positions)
+    tables = np.concatenate([factors[i].log_table for i in positions]).reshape(n, -1)
+    variables = np.concatenate([factors[i].variables for i in positions]).astype(np.int64, copy=False).reshape(n, -1)
+    return pos, tables, variables
+
+
+def _strides(shape: tuple) -> np.ndarray:
+    return np.asarray(np.cumprod((shape[1:] + (1,))[::-1])[::-1], dtype=np.int64).reshape(len(shape))
+
+
+def _plan(fg: FactorGraph, factors, stacks: dict, types: set, rest: list) -> ScorePlan:
+    """The :class:`ScorePlan` from the stacks of :func:`_stack` by shape; ``rest``: the other factors' positions."""
+    tables, others = [], []
+    plain = TableFactor.evaluate
+    every = all(t.evaluate is plain for t in types if issubclass(t, TableFactor))
+    for shape, (pos, flat, variables) in stacks.items():
+        if every:
+            tables.append((pos, flat, variables, _strides(shape)))
+            continue
+        own = np.fromiter((type(factors[i]).evaluate is plain for i in pos.tolist()), dtype=bool, count=pos.shape[0])
+        if own.any():
+            tables.append((pos[own], flat[own], variables[own], _strides(shape)))
+        others += [int(i) for i in pos[~own]]
+    others = sorted(others + rest)
+    return ScorePlan(float(fg.constant), len(factors), tuple(tables), tuple((i, factors[i]) for i in others))
+
+
+def score_plan(fg: FactorGraph) -> ScorePlan:
+    """The :class:`ScorePlan` of ``fg``: its table factors stacked by shape (one Python pass over the factors)."""
+    factors = fg.factors
+    by_shape, others, empty, types = _table_shapes(factors)
+    stacks = {shape: _stack(factors, positions) for shape, positions in by_shape.items()}
+    return _plan(fg, factors, stacks, types, others + empty)
+
+
 def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
     """Compile ``fg`` (already validated by its construction) into a :class:`Wiring`.
 
@@ -71,50 +167,168 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
     :data:`SHIFT_ABOVE` runs shifted by its largest finite entry, which goes into ``constant``: no
     message sum then overflows (two scores near 1e308 would give ``inf``, then NaN), and a huge reward
     does not swallow the O(1) differences added to it.
+
+    Table factors are handled a shape at a time (one stack of their tables per shape, one Python pass over
+    the factors in all); edges are numbered in the order of ``fg.factors``, skipping the single-variable
+    tables (folded into ``prior``).
     """
     card = np.asarray(fg.cardinalities, dtype=np.int64)
     n = card.shape[0]
     width = int(card.max()) if n else 1
     states = np.arange(width)
     prior = np.where(states[None, :] < card[:, None], 0.0, -np.inf)
-    constant = float(fg.constant)
-    edge_var: list = []
-    by_handler: dict = {}
-    order: list = []
-    for fi, fac in enumerate(fg.factors):
-        vars_ = np.asarray(fac.variables, dtype=np.int64)
-        if vars_.shape[0] == 0:
-            constant += float(fac.to_table())
-            continue
-        if isinstance(fac, TableFactor):
-            table, shift = _shifted(fac.log_table)
-            if shift:
-                constant += shift
-                if vars_.shape[0] > 1:
-                    fac = TableFactor(vars_, table)
-        if vars_.shape[0] == 1 and isinstance(fac, TableFactor):
-            v = int(vars_[0])
+    factors = fg.factors
+    by_shape, others, empty, types = _table_shapes(factors)
+    additions = [(fi, float(factors[fi].to_table())) for fi in empty]  # added to the constant in factor order
+    stacks = {shape: _stack(factors, positions) for shape, positions in by_shape.items()}
+    plan = _plan(fg, factors, stacks, types, others + empty)
+    arity = np.zeros(len(factors), dtype=np.int64)  # edges of each factor (0: folded or over no variable)
+    shifted: dict = {}  # factor position -> its shifted table (factors over two or more variables)
+    unary_pos, unary_var = [], []
+    for shape, (pos, flat, variables) in stacks.items():
+        big = np.flatnonzero(np.any(np.isfinite(flat) & (np.abs(flat) > SHIFT_ABOVE), axis=1))
+        if big.size:  # rare: the rows to shift, one at a time
+            flat = flat.copy()
+            for r in big.tolist():
+                table, m = _shifted(flat[r])
+                if not m:
+                    continue
+                flat[r] = table
+                additions.append((int(pos[r]), m))
+                if len(shape) > 1:
+                    shifted[int(pos[r])] = flat[r].reshape(shape)
+        if len(shape) == 1:  # single-variable tables: summed into the prior, in factor order
             with np.errstate(over="ignore", invalid="ignore"):
-                prior[v, : card[v]] += table
+                np.add.at(prior, (variables[:, :1], np.arange(shape[0])[None, :]), flat)
+            unary_pos.append(pos)
+            unary_var.append(variables[:, 0])
+        else:
+            arity[pos] = len(shape)
+    for fi in others:
+        arity[fi] = len(factors[fi].variables)
+    constant = float(fg.constant)
+    for _, value in sorted(additions, key=lambda a: a[0]):
+        constant += value
+    start = np.cumsum(arity) - arity
+    n_edges = int(arity.sum())
+    ev = np.empty(n_edges, dtype=np.int64)
+    # every factor with edges, by handler: chunks of (positions, factors, edge-id rows), then in factor order
+    cache: dict = {}
+    chunks: dict = {}
+
+    def handler_of(cls):
+        if cls not in cache:
+            cache[cls] = handler_for(cls)
+        return cache[cls]
+
+    for shape, (pos, _, variables) in stacks.items():
+        if len(shape) < 2:
             continue
-        eids = np.arange(len(edge_var), len(edge_var) + vars_.shape[0], dtype=np.int64)
-        edge_var.extend(vars_.tolist())
-        handler = handler_for(type(fac))
-        by_handler.setdefault(id(handler), (handler, [], [], []))
-        by_handler[id(handler)][1].append(fac)
-        by_handler[id(handler)][2].append(eids)
-        by_handler[id(handler)][3].append(fi)
-        order.append((handler, fac, eids, fi))
-    ev = np.asarray(edge_var, dtype=np.int64)
+        eids = start[pos][:, None] + np.arange(len(shape))[None, :]
+        ev[eids] = variables
+        facs = [factors[p] for p in pos.tolist()]
+        for r in np.flatnonzero(np.isin(pos, list(shifted))).tolist():  # a plain TableFactor, as before
+            facs[r] = TableFactor._trusted(np.asarray(facs[r].variables, dtype=np.int64), shifted[int(pos[r])])
+        kinds = [type(f) for f in facs]
+        if len(set(kinds)) == 1:  # the common case: one type, one handler for the whole shape
+            chunks.setdefault(handler_of(kinds[0]), []).append((pos, facs, list(eids)))
+            continue
+        of = [handler_of(k) for k in kinds]
+        for h in dict.fromkeys(of):
+            keep = [i for i, g in enumerate(of) if g is h]
+            chunks.setdefault(h, []).append((pos[keep], [facs[i] for i in keep], list(eids[keep])))
+    for fi in others:
+        eids = np.arange(start[fi], start[fi] + arity[fi], dtype=np.int64)
+        ev[eids] = factors[fi].variables
+        chunks.setdefault(handler_of(type(factors[fi])), []).append((np.array([fi]), [factors[fi]], [eids]))
+    by_handler = {}
+    for h, parts in chunks.items():
+        pos = np.concatenate([p for p, _, _ in parts])
+        facs = [f for _, fs, _ in parts for f in fs]
+        rows = [r for _, _, rs in parts for r in rs]
+        if len(parts) > 1:  # chunks of several shapes or types: back to factor order
+            order = np.argsort(pos, kind="stable").tolist()
+            pos, facs, rows = pos[order], [facs[i] for i in order], [rows[i] for i in order]
+        by_handler[h] = (pos, facs, rows)
+    handlers = sorted(by_handler, key=lambda h: int(by_handler[h][0][0]))  # by their first factor
     if per_factor:
-        groups = tuple((h, h.compile([fac], [e], card), e, (fi,)) for h, fac, e, fi in order)
+        items = sorted((int(p), f, e, h) for h in handlers for p, f, e in zip(*by_handler[h]))
+        groups = tuple((h, h.compile([fac], [e], card), e, (p,)) for p, fac, e, h in items)
     else:
         groups = tuple(
-            (h, h.compile(facs, eids, card), np.concatenate(eids), tuple(fis))
-            for h, facs, eids, fis in by_handler.values()
+            (h, h.compile(facs, rows, card), np.concatenate(rows), tuple(pos.tolist()))
+            for h in handlers
+            for pos, facs, rows in [by_handler[h]]
         )
-    pad = states[None, :] >= card[ev][:, None] if ev.size else np.zeros((0, width), dtype=bool)
-    incidence = sp.csr_matrix((np.ones(ev.shape[0]), (ev, np.arange(ev.shape[0]))), shape=(n, ev.shape[0]))
-    for arr in (card, prior, ev, pad):
+    edge_card = card[ev]
+    pad = states[None, :] >= edge_card[:, None]
+    var_edges = np.argsort(ev, kind="stable").astype(np.int64)
+    var_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ev, minlength=n), out=var_ptr[1:])
+    unary = (
+        np.concatenate(unary_pos) if unary_pos else np.zeros(0, np.int64),
+        np.concatenate(unary_var) if unary_var else np.zeros(0, np.int64),
+    )
+    for arr in (card, prior, ev, edge_card, pad, var_ptr, var_edges, *unary):
         arr.flags.writeable = False
-    return Wiring(card, width, prior, constant, ev, pad, incidence, groups)
+    return Wiring(card, width, prior, constant, ev, edge_card, pad, var_ptr, var_edges, groups, unary, plan)
+
+
+def _private(a: np.ndarray, dtype) -> np.ndarray:
+    """A writable C-contiguous copy: every kernel sees one array type, whatever the caller had."""
+    return np.array(a, dtype=dtype, order="C", copy=True)
+
+
+class Workspace:
+    """The arrays one parallel-schedule run iterates on, allocated once (kernels allocate nothing).
+
+    Attributes
+    ----------
+    kind : {"sum", "max"}
+    damping : float
+    edge_var, edge_card, var_ptr, var_edges : int64 arrays
+        As in :class:`Wiring` (private writable copies).
+    prior_fin, prior_ninf : ndarray of shape (n, K)
+        The prior as a finite part (``-inf`` entries as 0) and a count of ``-inf`` entries.
+    fin, ninf : ndarray of shape (n, K)
+        Each variable's prior plus incoming messages, the same way (:meth:`beliefs`).
+    nu : ndarray of shape (n_edges, K)
+        The current factor-to-variable log messages, ``-inf`` past an edge's cardinality: normalized
+        (log-sum-exp 0 for sum-product, maximum 0 for max-product), except that a compiled update may store a
+        sum-product message up to a constant (:func:`_kernels.table_update`; beliefs and cavities do not
+        depend on it, and the engine normalizes the final messages).
+    nu_p : ndarray of shape (n_edges, K)
+        The same messages as normalized probabilities (``exp`` of the normalized ``nu``).
+    new, new_p : ndarray of shape (n_edges, K)
+        The next ones, written by the handlers' updates; :meth:`swap` makes them current.
+    shifted : ndarray of int64 or None
+        The edges whose messages may be stored up to a constant (normalized by the engine at the end).
+    """
+
+    def __init__(self, wiring: Wiring, nu: np.ndarray, kind: str, damping: float):
+        self.kind = kind
+        self.damping = float(damping)
+        self.edge_var = _private(wiring.edge_var, np.int64)
+        self.edge_card = _private(wiring.edge_card, np.int64)
+        self.var_ptr = _private(wiring.var_ptr, np.int64)
+        self.var_edges = _private(wiring.var_edges, np.int64)
+        inf = np.isneginf(wiring.prior)
+        self.prior_fin = _private(np.where(inf, 0.0, wiring.prior), np.float64)
+        self.prior_ninf = _private(inf, np.float64)
+        self.fin = np.empty_like(self.prior_fin)
+        self.ninf = np.empty_like(self.prior_fin)
+        self.nu = _private(nu, np.float64)
+        self.shifted = None  # the rows of nu that may hold a message up to a constant (set by the engine)
+        self.nu_p = np.exp(self.nu)
+        self.new = self.nu.copy()
+        self.new_p = self.nu_p.copy()
+
+    def beliefs(self) -> None:
+        """``fin``, ``ninf`` from ``nu`` (:func:`_kernels.var_beliefs`)."""
+        _kernels.var_beliefs(
+            self.var_ptr, self.var_edges, self.prior_fin, self.prior_ninf, self.nu, self.fin, self.ninf
+        )
+
+    def swap(self) -> None:
+        self.nu, self.new = self.new, self.nu
+        self.nu_p, self.new_p = self.new_p, self.nu_p

@@ -3,10 +3,15 @@
 Messages live in log space on the edges of the graph (one row per (factor, variable) pair, see
 :mod:`tractable.bp._registry`). Each iteration forms the variable-to-factor messages as the variable's
 prior plus all its other incoming messages, then asks every factor type's registered handler for the
-factor-to-variable messages: table factors batched by shape, cardinality factors with all ``D``
+factor-to-variable messages: table factors in one compiled pass over the whole group (cavities,
+messages, normalization and damping; :meth:`TableMessages.update`), cardinality factors with all ``D``
 messages of a factor at once (convolution tree, chain or sorting). Sum-product gives marginal
 estimates and the Bethe estimate of ``log Z``; max-product gives max-marginals and a decoding. On a
 tree-structured graph both are exact.
+
+The iteration state (:class:`~tractable.bp._wiring.Workspace`) is allocated once per call; the per-call
+work around the iterations is vectorized: the graph is compiled a table shape at a time, and the decoded
+assignment is scored with one gather per table shape (:func:`_score`).
 
 ``-inf`` (a forbidden state) is carried exactly: a variable's belief is summed as a finite part plus
 a count of ``-inf`` terms, so removing one incoming message never computes ``-inf - (-inf)``.
@@ -33,10 +38,10 @@ from .._results import (
     warn_stopped,
 )
 from .._validate import check_choice, check_int, check_positive, check_rng
-from ..factorgraph import FactorGraph, TableFactor
+from ..factorgraph import FactorGraph
 from . import _messages, _recursive  # noqa: F401  (register the built-in factor types)
 from ._result import BPResult
-from ._wiring import Wiring, compile_graph
+from ._wiring import ScorePlan, Wiring, Workspace, compile_graph, score_plan
 
 __all__ = ["KINDS", "SCHEDULES", "TASKS", "loopy"]
 
@@ -58,11 +63,10 @@ def _normalize(x: np.ndarray, kind: str) -> np.ndarray:
 class _Beliefs:
     """Per-variable sums of incoming messages, kept as (finite part, number of ``-inf`` terms)."""
 
-    def __init__(self, w: Wiring, nu: np.ndarray):
+    def __init__(self, w: Wiring, fin: np.ndarray, ninf: np.ndarray):
         self.w = w
-        fin_prior = np.where(np.isneginf(w.prior), 0.0, w.prior)
-        self.fin = fin_prior + w.incidence @ np.where(np.isneginf(nu), 0.0, nu)
-        self.ninf = np.isneginf(w.prior).astype(np.float64) + w.incidence @ np.isneginf(nu).astype(np.float64)
+        self.fin = fin
+        self.ninf = ninf
 
     def total(self) -> np.ndarray:
         return np.where(self.ninf > 0, -np.inf, self.fin)
@@ -75,9 +79,7 @@ class _Beliefs:
         mu[self.w.pad[eids]] = -np.inf
         mu = _normalize(mu, kind)
         if np.any(np.all(np.isneginf(mu), axis=1)):
-            raise ZeroPartitionError(
-                "no configuration has non-zero probability: the messages into a variable forbid every state."
-            )
+            raise _forbid_all_states()
         return mu
 
     def update(self, eids: np.ndarray, old: np.ndarray, new: np.ndarray) -> None:
@@ -86,17 +88,51 @@ class _Beliefs:
         np.add.at(self.ninf, v, np.isneginf(new).astype(np.float64) - np.isneginf(old))
 
 
-def _factor_messages(group, mu: np.ndarray, kind: str, pad: np.ndarray) -> np.ndarray:
+def _forbid_all_states() -> ZeroPartitionError:
+    return ZeroPartitionError(
+        "no configuration has non-zero probability: the messages into a variable forbid every state."
+    )
+
+
+def _forbid_by_factor() -> ZeroPartitionError:
+    return ZeroPartitionError(
+        "no configuration has non-zero probability: a factor's messages forbid every state of a variable."
+    )
+
+
+def _fused_update(handler):
+    """The handler's compiled whole-group update, or None.
+
+    An optional capability of a :class:`~tractable.bp.FactorMessages` handler, used on the parallel schedule
+    instead of ``messages`` plus the engine's NumPy normalization and damping: ``handler.update(compiled, ws)
+    -> (residual, flags)`` reads the variables' beliefs ``ws.fin``, ``ws.ninf`` and the current messages
+    ``ws.nu`` (``ws.nu_p`` as normalized probabilities) of a :class:`~tractable.bp._wiring.Workspace` and writes
+    the group's new, damped messages into ``ws.new`` (each row up to a constant) and, for sum-product, their
+    normalized probabilities into ``ws.new_p``, returning the largest change ``|new_p - nu_p|`` of its rows
+    (for max-product, rows normalized to maximum 0, the engine computes ``new_p`` and the residual of all
+    rows at once). Flag 1: a cavity forbids every state of a variable, 2: a message does.
+    :meth:`TableMessages.update` is the one built in. Used only when the class that defines the handler's
+    ``messages`` defines ``update`` too, so that a subclass overriding ``messages`` alone keeps its messages.
+    """
+    cls = type(handler)
+    owner = {name: next((c for c in cls.__mro__ if name in c.__dict__), None) for name in ("messages", "update")}
+    if owner["update"] is None or owner["update"] is not owner["messages"]:
+        return None
+    return handler.update
+
+
+def _factor_messages(group, mu: np.ndarray, kind: str, pad: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The group's new messages (normalized); ``out`` is all ``-inf`` scratch of ``mu``'s shape (left so)."""
     handler, compiled, eids, _ = group
-    out = np.full_like(mu, -np.inf)
+    if out is None:
+        out = np.full_like(mu, -np.inf)
     handler.messages(compiled, mu, out, kind)
     new = out[eids]
+    out[eids] = -np.inf
     new[pad[eids]] = -np.inf
     new = _normalize(new, kind)
     if np.any(np.all(np.isneginf(new), axis=1)):
-        raise ZeroPartitionError(
-            "no configuration has non-zero probability: a factor's messages forbid every state of a variable."
-        )
+        raise _forbid_by_factor()
     return new
 
 
@@ -248,7 +284,8 @@ def loopy(
         handler.check(compiled, kind)
     n_edges = wiring.edge_var.shape[0]
     nu = np.where(wiring.pad, -np.inf, 0.0) if n_edges else np.zeros((0, wiring.width))
-    nu = _normalize(nu, kind)
+    ws = Workspace(wiring, _normalize(nu, kind), kind, damping)
+    step = _ParallelStep(wiring, ws) if schedule == "parallel" else None
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -257,17 +294,12 @@ def loopy(
     status, residual, n_iter = MAX_ITER_REACHED, float("inf"), 0
     try:
         for n_iter in range(1, max_iter + 1):  # noqa: B007 - n_iter is reported after the loop
-            if schedule == "parallel":
-                beliefs = _Beliefs(wiring, nu)
-                mu = beliefs.cavity(np.arange(n_edges), nu, kind)
-                new = np.full_like(nu, -np.inf)
-                for group in wiring.groups:
-                    new[group[2]] = _factor_messages(group, mu, kind, wiring.pad)
-                new = _damp(new, nu, damping, kind)
-                residual = _residual(new, nu)
-                nu = new
+            if step is not None:
+                residual = step()
             else:
-                beliefs = _Beliefs(wiring, nu)
+                nu = ws.nu  # updated in place, factor by factor
+                ws.beliefs()
+                beliefs = _Beliefs(wiring, ws.fin, ws.ninf)
                 residual = 0.0
                 for gi in gen.permutation(len(wiring.groups)):
                     group = wiring.groups[gi]
@@ -290,7 +322,7 @@ def loopy(
     finally:
         if bar is not None:
             bar.close()
-    res = _finish(fg, wiring, nu, kind, status, n_iter, residual, t0)
+    res = _finish(fg, wiring, ws, kind, status, n_iter, residual, t0)
     if not ev:
         return res
     assignment = full_assignment(full, fg, ev, res.assignment)
@@ -301,23 +333,98 @@ def loopy(
             None if t is None else frozen_array(t) for t in full_factor_beliefs(full, ev, res.factor_marginals)
         ),
         assignment=frozen_array(assignment),
-        score=float(full.score(assignment)),
+        score=_score(score_plan(full), assignment),
         time=time.perf_counter() - t0,
     )
 
 
-def card_of(wiring: Wiring, fac) -> int:
-    return int(wiring.cardinalities[int(fac.variables[0])])
+class _ParallelStep:
+    """One iteration of the parallel schedule: every group's messages from the same current ones.
+
+    Groups whose handler has a compiled whole-group update (:func:`_fused_update`; table factors) run it on
+    the workspace: cavities, messages, normalization and damping in one pass, nothing allocated. The others
+    get the cavities of their edges and run ``messages``, then the NumPy normalization and damping, as
+    before. Max-product probabilities and residual come from one vectorized ``exp`` over all messages.
+    Errors come in the order of earlier versions: a cavity that forbids every state first, then the groups'
+    own, in group order.
+    """
+
+    def __init__(self, wiring: Wiring, ws: Workspace):
+        self.wiring = wiring
+        self.ws = ws
+        self.groups = [(group, _fused_update(group[0])) for group in wiring.groups]
+        self.diff = np.empty_like(ws.nu)
+        fused = [group[2] for group, update in self.groups if update is not None]
+        ws.shifted = np.concatenate(fused) if fused and ws.kind == "sum" else None  # rows stored up to a constant
+        generic = [group[2] for group, update in self.groups if update is None]
+        self.generic = np.concatenate(generic) if generic else None
+        if self.generic is not None:
+            self.mu = np.full_like(ws.nu, -np.inf)
+            self.out = np.full_like(ws.nu, -np.inf)
+
+    def __call__(self) -> float:
+        ws, kind = self.ws, self.ws.kind
+        ws.beliefs()
+        residual = 0.0
+        flags = []
+        for group, update in self.groups:
+            if update is None:
+                flags.append(0)
+                continue
+            r, f = update(group[1], ws)
+            residual = max(residual, r)
+            flags.append(f)
+        if self.generic is not None:
+            beliefs = _Beliefs(self.wiring, ws.fin, ws.ninf)
+            self.mu[self.generic] = beliefs.cavity(self.generic, ws.nu[self.generic], kind)
+        if any(f & 1 for f in flags):
+            raise _forbid_all_states()
+        for (group, update), f in zip(self.groups, flags):
+            if update is not None:
+                if f & 2:
+                    raise _forbid_by_factor()
+                continue
+            eids = group[2]
+            new = _damp(
+                _factor_messages(group, self.mu, kind, self.wiring.pad, self.out), ws.nu[eids], ws.damping, kind
+            )
+            ws.new[eids] = new
+            if kind == "sum":
+                ws.new_p[eids] = new_p = np.exp(new)
+                residual = max(residual, float(np.max(np.abs(new_p - ws.nu_p[eids]), initial=0.0)))
+        if kind == "max":  # every message normalized in log space: their probabilities by one vectorized exp
+            np.exp(ws.new, out=ws.new_p)
+            np.subtract(ws.new_p, ws.nu_p, out=self.diff)
+            residual = max(residual, float(np.max(np.abs(self.diff, out=self.diff), initial=0.0)))
+        ws.swap()
+        return residual
 
 
-def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
-    beliefs = _Beliefs(wiring, nu)
+def _score(plan: ScorePlan, assignment: np.ndarray) -> float:
+    """``fg.score(assignment)`` with one gather per table shape: the factors' values summed in factor order
+    from the constant (a cumulative sum, as ``fg.score`` adds them), so the result is the same float."""
+    values = np.empty(plan.n_factors + 1)
+    values[0] = plan.constant
+    for pos, flat, variables, strides in plan.tables:
+        values[1 + pos] = flat[np.arange(flat.shape[0]), assignment[variables] @ strides]
+    for pos, fac in plan.others:
+        values[1 + pos] = fac.evaluate(assignment[fac.variables][None, :])[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.cumsum(values)[-1])
+
+
+def _finish(fg, wiring, ws, kind, status, n_iter, residual, t0) -> BPResult:
+    if ws.shifted is not None:  # compiled sum-product updates may leave their rows unnormalized
+        ws.nu[ws.shifted] = _normalize(ws.nu[ws.shifted], kind)
+    nu = ws.nu
+    ws.beliefs()
+    beliefs = _Beliefs(wiring, ws.fin, ws.ninf)
     total = beliefs.total()
     if np.any(np.all(np.isneginf(total), axis=1)):
         raise ZeroPartitionError("no configuration has non-zero probability: a variable has no allowed state left.")
+    mu = beliefs.cavity(np.arange(nu.shape[0]), nu, kind) if nu.shape[0] else nu
     if kind == "sum":
         log_b = total - logsumexp(total, axis=1, keepdims=True)
-        mu = beliefs.cavity(np.arange(nu.shape[0]), nu, kind)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
             log_z = wiring.constant + float(logsumexp(total, axis=1).sum())
             for handler, compiled, _, _ in wiring.groups:
@@ -329,20 +436,22 @@ def _finish(fg, wiring, nu, kind, status, n_iter, residual, t0) -> BPResult:
         log_z = float("nan")
     b = np.exp(log_b)
     b /= b.sum(axis=1, keepdims=True)
-    factor_m: list = [None] * len(fg.factors)
-    mu_all = beliefs.cavity(np.arange(nu.shape[0]), nu, kind) if nu.shape[0] else nu
-    for handler, compiled, _, fis in wiring.groups:
-        tables = handler.factor_beliefs(compiled, mu_all, kind)
-        for fi, table in zip(fis, tables or ()):
-            factor_m[fi] = None if table is None else frozen_array(table)
-    for fi, fac in enumerate(fg.factors):  # single-variable tables were folded into the prior
-        if factor_m[fi] is None and isinstance(fac, TableFactor) and len(fac.variables) == 1:
-            factor_m[fi] = frozen_array(b[int(fac.variables[0]), : card_of(wiring, fac)])
     card = wiring.cardinalities
-    marg = frozen_marginals([b[i, : card[i]] for i in range(card.shape[0])]) if card.size else frozen_marginals([])
+    if not card.size:
+        marg = frozen_marginals([])
+    elif np.all(card == wiring.width):
+        marg = frozen_marginals(b)
+    else:
+        marg = frozen_marginals([b[i, : card[i]] for i in range(card.shape[0])])
+    factor_m: list = [None] * len(fg.factors)
+    for handler, compiled, _, fis in wiring.groups:
+        tables = handler.factor_beliefs(compiled, mu, kind)
+        for fi, table in zip(fis, tables or ()):  # read-only tables are the handler's private views, kept
+            factor_m[fi] = table if table is None or not table.flags.writeable else frozen_array(table)
+    for fi, v in zip(*(u.tolist() for u in wiring.unary)):  # single-variable tables were folded into the prior
+        factor_m[fi] = marg[v]  # a read-only row of the marginals
     assignment = np.argmax(np.where(np.isneginf(total), -np.inf, log_b), axis=1).astype(np.int64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        score = float(fg.score(assignment)) if card.size else float(fg.constant)
+    score = _score(wiring.score, assignment) if card.size else float(fg.constant)
     if log_z == np.inf or score == np.inf:  # finite scores whose sums overflow float64 (near 1e308 each)
         raise ValueError(
             "`fg` must keep the log partition function and the scores of its labellings within float64's range "
