@@ -12,6 +12,15 @@ cardinality (entries past ``card_v`` are ``-inf`` and must stay so). Incoming me
 normalized (``logsumexp = 0`` for sum-product, ``max = 0`` for max-product); outgoing messages may
 carry any constant offset (the engine normalizes them). ``-inf`` is a hard zero and must never turn
 into NaN.
+
+*Optional compiled update.* A handler may define ``update(compiled, ws) -> (residual, flags)``, used on
+the parallel schedule instead of :meth:`FactorMessages.messages` plus the engine's normalization and
+damping. It reads ``ws.fin``, ``ws.ninf``, ``ws.nu`` and ``ws.nu_p`` of the engine's workspace and writes
+the group's new damped messages into ``ws.new`` (each row up to a constant); for sum-product it also writes
+their normalized probabilities into ``ws.new_p`` and returns the largest ``|new_p - nu_p|``, for
+max-product it returns 0 with rows normalized to maximum 0 (the engine computes the probabilities and the
+residual). Flag 1: a cavity forbids every state; flag 2: a message does. The engine uses it only when the
+class that defines ``messages`` also defines ``update`` (``TableMessages`` is the built-in example).
 """
 
 from __future__ import annotations
