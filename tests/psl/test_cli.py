@@ -217,3 +217,29 @@ def test_psl_and_data_files_learn_into_learned_psl_then_infer(program, capsys):
     assert res.weights.size == 2
     assert main([*argv[:3], "--learn-data", str(program / "m.data"), "--output", str(program / "o9")]) == 2
     assert "`--learn-data` names the data to learn on: it needs `--learn`" in capsys.readouterr().err
+
+
+def test_workers_solve_on_a_local_dask_cluster_with_the_answer_of_one_process(program, capsys):
+    """`--workers N`: a LocalCluster for the run, the program grounded into one shard per worker (`--shards yes`)
+    or here (`--shards no`); the same output as one process, within ADMM's tolerances."""
+    pytest.importorskip("distributed")
+    base = ["psl", str(program / "prog.json"), "--eps-abs", "1e-8", "--eps-rel", "1e-8", "--gap-tol", "1e-8"]
+    assert main([*base, "--output", str(program / "one")]) == 0
+    for shards in ("yes", "no"):
+        out = program / f"dask-{shards}"
+        assert main([*base, "--workers", "2", "--shards", shards, "--output", str(out)]) == 0
+        text = capsys.readouterr().out
+        assert "shards" in text if shards == "yes" else "grounding  " in text
+        a, b = _read(program / "one" / "LAB.txt"), _read(out / "LAB.txt")
+        assert [r[:2] for r in a] == [r[:2] for r in b]
+        for ra, rb in zip(a, b):
+            assert float(ra[2]) == pytest.approx(float(rb[2]), abs=1e-5)
+    for argv, message in [
+        ([*base, "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "give one of them"),
+        ([*base, "--workers", "0"], "`--workers` must be at least 1"),
+        ([*base, "--shards", "yes"], "apply to a Dask run"),
+        ([*base, "--workers", "1", "--threads", "2"], "the workers run it"),
+    ]:
+        assert main([*argv, "--output", str(program / "bad")]) == 2
+        assert message in capsys.readouterr().err
+    assert not (program / "bad").exists()

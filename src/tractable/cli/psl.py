@@ -59,7 +59,55 @@ def register(subparsers) -> None:
         metavar="N",
         help="run ADMM on N threads (0: every core; default 1), as PSL uses every core",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="solve on a Dask LocalCluster of N worker processes started for the run",
+    )
+    p.add_argument(
+        "--scheduler", metavar="ADDRESS", help="solve on the running Dask cluster at ADDRESS (tcp://host:8786)"
+    )
+    p.add_argument(
+        "--shards",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="with --workers/--scheduler: ground into one shard per worker (yes), here (no), or by size (auto: from "
+        "10^6 groundings)",
+    )
+    p.add_argument(
+        "--shard-dir", metavar="DIR", help="folder for the shard files, readable by every worker (default: temporary)"
+    )
     p.set_defaults(func=_run)
+
+
+def _dask(args):
+    """The Dask client (and the cluster this run started) of --workers / --scheduler, or (None, None)."""
+    if args.workers is None and args.scheduler is None:
+        if args.shards != "auto" or args.shard_dir is not None:
+            raise ValueError("`--shards` and `--shard-dir` apply to a Dask run: give `--workers` or `--scheduler`.")
+        return None, None
+    if args.workers is not None and args.scheduler is not None:
+        raise ValueError("`--workers` starts a cluster and `--scheduler` names one: give one of them.")
+    if args.threads is not None:
+        raise ValueError("`--threads` runs ADMM in this process; with `--workers`/`--scheduler` the workers run it.")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError("`--workers`/`--scheduler` need Dask: pip install 'tractable[distributed]'.") from None
+    if args.scheduler is not None:
+        return Client(args.scheduler, timeout=30), None
+    if args.workers < 1:
+        raise ValueError(f"`--workers` must be at least 1; got {args.workers}.")
+    cluster = LocalCluster(
+        n_workers=args.workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        memory_limit=0,
+        silence_logs=40,
+    )
+    return Client(cluster), cluster
 
 
 def _load_json(Model, path, split, database, strict=False):
@@ -231,6 +279,11 @@ def _check_files(*paths: str) -> None:
             raise FileNotFoundError(2, "file not found", path)
 
 
+def _print_grounding(g) -> None:
+    dropped = f", {g.n_infeasible_dropped} infeasible without open atoms dropped" if g.n_infeasible_dropped else ""
+    print(f"grounding  {g.n_potentials} potentials, {g.n_constraints} constraints{dropped} in {g.time:.3f} s")
+
+
 def _solve(args, model) -> int:
     from .._results import NO_SOLUTION_STATUSES
     from ..psl.model import Model
@@ -242,20 +295,37 @@ def _solve(args, model) -> int:
     elif args.data is not None and args.learn:
         learned = ("learned.psl", _learn_psl_into(Model, model, args))
     options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
-    if args.threads is not None:
-        from .._numba import set_threads
+    client, cluster = _dask(args)
+    try:
+        if args.threads is not None:
+            from .._numba import set_threads
 
-        options["parallel"] = set_threads(args.threads) or None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        g = model.ground()
-    for w in caught:
-        print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
-    if model.ignored_options:  # after grounding, so that an error stays the only line on stderr
-        print(f"ignored PSL options: {', '.join(model.ignored_options)}", file=sys.stderr)
-    dropped = f", {g.n_infeasible_dropped} infeasible without open atoms dropped" if g.n_infeasible_dropped else ""
-    print(f"grounding  {g.n_potentials} potentials, {g.n_constraints} constraints{dropped} in {g.time:.3f} s")
-    predictions, res = model.infer(**{k: v for k, v in options.items() if v is not None})
+            options["parallel"] = set_threads(args.threads) or None
+        if client is not None:
+            options.update(
+                client=client, shards={"auto": None, "yes": True, "no": False}[args.shards], shard_dir=args.shard_dir
+            )
+        if client is None or args.shards == "no":
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                g = model.ground()
+            for w in caught:
+                print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
+            _print_grounding(g)
+        if model.ignored_options:  # after grounding, so that an error stays the only line on stderr
+            print(f"ignored PSL options: {', '.join(model.ignored_options)}", file=sys.stderr)
+        predictions, res = model.infer(**{k: v for k, v in options.items() if v is not None})
+        sharded = getattr(model, "sharded_ground", None)
+        if client is not None and sharded is not None:
+            print(
+                f"grounding  {sharded.n_potentials} potentials, {sharded.n_constraints} constraints into "
+                f"{len(sharded.shard_terms)} shards in {sharded.time:.3f} s"
+            )
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
     print(
         f"inference  {res.status} after {res.n_iter} iterations in {res.time:.3f} s (objective {res.objective:.6g}, "
         f"certified gap {res.gap:.3g})"

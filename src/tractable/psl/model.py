@@ -400,6 +400,7 @@ class Model:
 
     def _changed(self) -> None:
         self._ground = None
+        self._sharded_ground = None
         self._predictions = None
 
     # ------------------------------------------------------------------ grounding
@@ -775,7 +776,8 @@ class Model:
             predictions = self._predictions if self._predictions is not None else self.infer()[0]
         if not isinstance(predictions, dict):
             raise TypeError(f"`predictions` must be a dict as returned by infer(); got {type(predictions).__name__}.")
-        self.ground()
+        if self._ground is None and self.sharded_ground is None:  # a sharded run loaded the truth already
+            self.ground()
         out = {}
         for p in self._preds.values():
             if p.closed or p.name not in predictions or not self._data.get((p.name.lower(), "truth")):
