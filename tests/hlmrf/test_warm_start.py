@@ -79,3 +79,55 @@ def test_warm_start_errors():
     other = HLMRF(N + 1)
     with pytest.raises(ValueError, match="variables"):
         solve(other, warm_start=first)
+
+
+def test_projection_onto_a_simplex_whose_breakpoints_leave_a_flat_stretch():
+    """The consensus step's projection of d onto {sum x = 1} in the norm weighted by 1/sc: here g(lam) is 0 on a
+    whole stretch between two breakpoints (one coordinate at 1, the others at 0), and rounding puts g(left) at
+    1e-17. The projection returned the box corner (all zeros, lam = inf) as if the hyperplane missed the box;
+    ADMM then reported feasible PSL programs infeasible (real Cora at some learned weights)."""
+    from tractable.hlmrf import _kernels
+    from tractable.hlmrf.updates import local_update_reference
+
+    d = np.array([1.1243089211933426, 0.10699256899246556, 0.10901310557646472, 0.10989525788124083])
+    d = np.concatenate([d, d[[2, 1, 1]]])
+    k = d.size
+    sc = np.full(k, 1.0 / 19.0)
+    out = np.zeros(k)
+    lam = _kernels.root_multiplier(d, sc, 0, np.ones(k), 0, -1.0, k, 1.0, 0.0, out, np.zeros(2 * k), np.int64(0))
+    assert np.isfinite(lam) and out.sum() == pytest.approx(1.0, abs=1e-12)
+    # sc is uniform: the Euclidean projection onto the capped simplex, by the NumPy reference (1, 0, ..., 0)
+    ref = local_update_reference("eq", d, np.ones(k), -1.0, 1.0, 1.0)
+    np.testing.assert_allclose(ref, np.eye(k)[0], atol=1e-12)
+    np.testing.assert_allclose(out, ref, atol=1e-12)
+
+
+def test_x0_from_another_weight_vector_on_a_psl_program_with_simplex_constraints():
+    """A generated CiteSeer learn split (one simplex constraint per paper, consensus-step constraints): the MAP
+    state at one weight vector starts ADMM at another; it converges to the certified optimum of a cold start (it
+    ended 'infeasible' before the flat-stretch projection was fixed)."""
+    import importlib.util
+    import sys
+    import tempfile
+    import warnings
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "psl" / "_generate.py"
+    spec = importlib.util.spec_from_file_location("_warm_start_generate", path)
+    gen = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = gen
+    spec.loader.exec_module(gen)
+    from tractable.psl import Model
+
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        cfg = gen.generate("citeseer", d, scale=30, rng=0)
+        m = Model.from_json(cfg, split="learn")
+        start = solve(m.ground().hlmrf)
+        m.set_weights([0.01, 0.01, 1.0, 0.001, 0.01, 10.0, 0.1, 0.1, 0.1, 0.1])
+        hl = m.ground().hlmrf
+        cold = solve(hl)
+        warm = solve(hl, x0=start.x)
+        m.close()
+    assert cold.converged and warm.converged, warm.message
+    assert abs(warm.objective - cold.objective) <= 2 * 5e-4 * max(1.0, abs(cold.objective))

@@ -407,9 +407,9 @@ def test_search_needs_atoms_with_truth_to_score():
 
 
 def test_a_warm_started_candidate_that_ends_infeasible_is_solved_cold(monkeypatch):
-    """A warm start must not change the answer: when ADMM started at ``x0`` reports a feasible program
-    infeasible (seen with compiled ADMM on a generated CiteSeer), the candidate is solved again from zeros and
-    the search gives what it gives without warm starts."""
+    """A warm start must not change the answer: should ADMM started at ``x0`` report a feasible program
+    infeasible (as it did before the flat-stretch projection was fixed), the candidate is solved again from zeros
+    and the search gives what it gives without warm starts."""
     import tractable.hlmrf as hlmrf
 
     real = hlmrf.solve

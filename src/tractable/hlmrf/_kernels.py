@@ -172,6 +172,13 @@ def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
         else:
             num += ci * d[ds + i]
             den += ci * ci * sc[ds + i]
+    if den <= 0.0 and (lo < nb or num <= 0.0):
+        # g is constant on (left, right) (no coordinate free there) and changes sign from F(left) > 0 to
+        # F(right) <= 0, so it is 0 on the whole interval up to rounding: left is a root. (Writing the box
+        # corner here projected feasible points such as sum x = 1 from d = (1.12, 0.107, ...) to all zeros.)
+        for i in range(k):
+            out[s0 + i] = _clip01(d[ds + i] - left * sgn * c[s0 + i] * sc[ds + i])
+        return left
     if den <= 0.0:
         # g constant > 0 beyond the last breakpoint: the hyperplane misses the box
         for i in range(k):

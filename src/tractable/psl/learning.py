@@ -501,8 +501,8 @@ class _Problem:
                     opts["warm_start"] = prev
             res = solve(m, **opts)
             if res.status == "infeasible" and ("x0" in opts or "warm_start" in opts):
-                # a warm start must not change the answer: compiled ADMM can end a warm-started run of a
-                # feasible program with a consensus-step constraint violated; the cold run decides
+                # a warm start must not change the answer: should a warm-started run report the program
+                # infeasible, the cold run decides
                 opts.pop("x0", None)
                 opts.pop("warm_start", None)
                 res = solve(m, **opts)

@@ -203,8 +203,8 @@ def _score(task: _Task, w, budget: float, x0, keep_x: bool, time_limit):
         opts["time_limit"] = max(time_limit, 1e-3)
     res = solve(m, **opts)  # its ConvergenceWarning: silenced by the driver (see _Run.evaluate), counted
     if res.status == "infeasible" and "x0" in opts:
-        # a warm start must not change the answer: compiled ADMM can end a warm-started run of a feasible
-        # program with a consensus-step constraint violated (reported as infeasible); the cold run decides
+        # a warm start must not change the answer: should a warm-started run report the program infeasible,
+        # the cold run decides
         del opts["x0"]
         res = solve(m, **opts)
     if res.status == "infeasible":
