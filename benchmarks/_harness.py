@@ -115,11 +115,28 @@ class Recorder:
         print("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()), flush=True)
         return row
 
-    def save(self) -> Path:
-        """Append this run to ``results/<area>.json`` and regenerate ``RESULTS.md``."""
+    def save(self, *, update_keys: tuple | None = None) -> Path:
+        """Append this run to ``results/<area>.json`` and regenerate ``RESULTS.md``.
+
+        ``update_keys``: instead of a new run, put this run's rows into the latest one, replacing its rows with
+        the same values of these columns (a rerun of some rows; every row keeps its own date and commit).
+        """
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         path = RESULTS_DIR / f"{self.area}.json"
         runs = json.loads(path.read_text()) if path.exists() else []
+        new_rows = [{**r, **{"_" + k: v for k, v in self.machine.items()}} for r in self.rows]
+        if update_keys and runs:
+            last = runs[-1]
+            keys = {tuple(r.get(k) for k in update_keys) for r in new_rows}
+            kept = [r for r in last["rows"] if tuple(r.get(k) for k in update_keys) not in keys]
+            order = {tuple(r.get(k) for k in update_keys): i for i, r in enumerate(last["rows"])}
+            last["rows"] = sorted(kept + new_rows, key=lambda r: order.get(tuple(r.get(k) for k in update_keys), 1e9))
+            last["notes"] = last.get("notes", "") + (
+                f" Rows {sorted(keys)} rerun on {self.machine['date']} at commit {self.machine['commit']}."
+            )
+            path.write_text(json.dumps(runs, indent=1) + "\n")
+            write_results_md()
+            return path
         runs.append(
             {
                 "run": self.run_id,

@@ -352,6 +352,11 @@ def main(argv=None) -> None:
     ap.add_argument("--no-psl", action="store_true", help="skip PSL")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run of either tool")
     ap.add_argument("--no-save", action="store_true", help="print the rows without recording them")
+    ap.add_argument(
+        "--update",
+        action="store_true",
+        help="put the rows into the latest recorded run, replacing its rows of the same program and learner",
+    )
     args = ap.parse_args(argv)
     reason = None if args.no_psl else missing_reason()
     use_psl = not args.no_psl and reason is None
@@ -380,7 +385,7 @@ def main(argv=None) -> None:
                 for method in args.methods + ([args.search] if args.search else []):
                     row(rec, f"{name} (real graph)", config, method, use_psl, args.timeout, workdir)
     if not args.no_save:
-        print(f"saved to {rec.save()}")
+        print(f"saved to {rec.save(update_keys=('program', 'method') if args.update else None)}")
 
 
 if __name__ == "__main__":
