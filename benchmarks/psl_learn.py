@@ -349,6 +349,7 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--programs", nargs="+", help="generated programs to run (default: every one with a learn split)")
     ap.add_argument("--no-real", action="store_true", help="skip the real Cora and CiteSeer graphs")
+    ap.add_argument("--real", nargs="+", choices=sorted(REAL), default=sorted(REAL), help="real graphs to run")
     ap.add_argument("--no-psl", action="store_true", help="skip PSL")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run of either tool")
     ap.add_argument("--no-save", action="store_true", help="print the rows without recording them")
@@ -377,7 +378,7 @@ def main(argv=None) -> None:
                 row(rec, f"{name} (generated, scale {scale:g})", config, method, use_psl, args.timeout, workdir)
         memory_rows(rec, workdir, args.quick)
         if not (args.quick or args.no_real):
-            for name in REAL:
+            for name in args.real:
                 config = write_real_program(workdir / "real", name)
                 if config is None:
                     print(f"{name} skipped: {DATA / name}.npz is missing")
