@@ -621,8 +621,10 @@ class CliqueFactor(Factor):
         :class:`~tractable.clique.LinearMajority` or :class:`~tractable.clique.CountPotential`.
     n_states : int, optional
         ``m``, the number of states (labels) of every variable, ``>= 2``. Taken from the potential when it
-        fixes it (the rows of a ``SumPotential`` / ``MaxPotential`` table, the size of ``W``); required
-        otherwise (``Potts``, ``Entropy``, the makespans and ``CountPotential`` fit any ``m``).
+        fixes it (the rows of a ``SumPotential`` / ``MaxPotential`` table, the size of ``W``); otherwise
+        (``Potts``, ``Entropy``, the makespans and ``CountPotential`` fit any ``m``) from the graph: the factor
+        added to a :class:`FactorGraph` becomes one with its variables' cardinality (``add_factor`` stores
+        that copy), and until then its table, ``evaluate`` and ``condition`` raise ``ValueError``.
     fixed_counts : array_like of int, shape (m,), optional
         Counts added to the variables' counts before the potential is evaluated (default zeros): what a
         clique keeps of its observed variables when it is conditioned on them (:meth:`condition`).
@@ -672,12 +674,15 @@ class CliqueFactor(Factor):
                 f"Makespan, SquareMakespan, LinearMajority or CountPotential); got {type(potential).__name__}."
             )
         fixed_m = _labels_of(potential)
+        if n_states is None and fixed_m is None:
+            # the graph the factor joins gives it (FactorGraph.add_factor binds it to its variables' cardinality)
+            if fixed_counts is not None:
+                raise ValueError("`fixed_counts` needs `n_states` (one count per state); got no `n_states`.")
+            self.potential = potential
+            self.n_states = None
+            self.fixed_counts = None
+            return
         if n_states is None:
-            if fixed_m is None:
-                raise ValueError(
-                    f"`n_states` (the number of states of the clique's variables) must be given for {potential!r}, "
-                    "which does not fix it; got none."
-                )
             n_states = fixed_m
         m = check_int(n_states, "n_states", minimum=2)
         if fixed_m is not None and fixed_m != m:
@@ -696,8 +701,26 @@ class CliqueFactor(Factor):
         self.n_states = m
         self.fixed_counts = fixed
 
+    def _states(self) -> int:
+        """``n_states``, which an unbound factor (built without it) learns when it joins a graph."""
+        if self.n_states is None:
+            raise ValueError(
+                f"the number of states of {self!r} is not known yet: give `n_states`, or add the factor to a "
+                "FactorGraph first (the graph's copy knows it)."
+            )
+        return self.n_states
+
+    def _bind(self, cardinalities: np.ndarray) -> CliqueFactor:
+        if self.n_states is not None:
+            return self
+        return CliqueFactor(self.variables, self.potential, n_states=int(cardinalities[self.variables[0]]))
+
     def __repr__(self) -> str:
-        extra = f", fixed_counts={self.fixed_counts.tolist()}" if self.fixed_counts.any() else ""
+        extra = (
+            f", fixed_counts={self.fixed_counts.tolist()}"
+            if self.fixed_counts is not None and self.fixed_counts.any()
+            else ""
+        )
         return (
             f"CliqueFactor(variables={self.variables.tolist()}, potential={self.potential!r}, "
             f"n_states={self.n_states}{extra})"
@@ -724,7 +747,7 @@ class CliqueFactor(Factor):
         return np.asarray(self.potential(c), dtype=np.float64).reshape(c.shape[:-1])
 
     def to_table(self) -> np.ndarray:
-        n, m = len(self.variables), self.n_states
+        n, m = len(self.variables), self._states()
         if n * np.log2(m) > 24:
             raise ValueError(
                 f"a CliqueFactor over {n} variables with {m} states has no dense table ({m}**{n} entries, more than "
@@ -742,12 +765,13 @@ class CliqueFactor(Factor):
         return out.reshape((m,) * n)
 
     def evaluate(self, values: np.ndarray) -> np.ndarray:
-        values = _check_values(values, (self.n_states,) * len(self.variables))
+        values = _check_values(values, (self._states(),) * len(self.variables))
         if values.shape[0] == 0:
             return np.zeros(0)
         return self._count_values(_row_counts(values, self.n_states))
 
     def condition(self, evidence: Mapping[int, int]) -> CliqueFactor | float:
+        self._states()
         fixed = self.fixed_counts.copy()
         kept = []
         for v in self.variables:
@@ -764,10 +788,13 @@ class CliqueFactor(Factor):
     def check_cardinalities(self, cardinalities: np.ndarray) -> None:
         cardinalities = _check_cardinality_array(cardinalities, self.variables)
         card = cardinalities[self.variables]
-        if np.any(card != self.n_states):
-            bad = int(self.variables[np.argmax(card != self.n_states)])
+        m = self.n_states if self.n_states is not None else (int(card[0]) if card.size else 2)
+        if self.n_states is None and card.size:
+            self.potential.check(len(self.variables), m)
+        if np.any(card != m):
+            bad = int(self.variables[np.argmax(card != m)])
             raise ValueError(
-                f"every variable of {self!r} must have {self.n_states} states (`n_states`); variable {bad} has "
+                f"every variable of {self!r} must have {m} states (`n_states`); variable {bad} has "
                 f"cardinality {int(cardinalities[bad])}."
             )
 
@@ -917,6 +944,8 @@ class FactorGraph:
                 f"{self.n_variables} variables (0..{self.n_variables - 1})."
             )
         factor.check_cardinalities(self._cardinalities)
+        if isinstance(factor, CliqueFactor):
+            factor = factor._bind(self._cardinalities)  # one built without `n_states` takes the graph's
         self._factors.append(factor)
         return len(self._factors) - 1
 

@@ -173,9 +173,9 @@ def test_graph_use_and_exact_inference_through_the_table():
 BAD = [
     (lambda: CliqueFactor([0, 1], "potts", n_states=3), TypeError, "`potential` must be a tractable.clique."),
     (
-        lambda: CliqueFactor([0, 1], Potts(1.0)),
+        lambda: CliqueFactor([0, 1], Potts(1.0)).to_table(),
         ValueError,
-        "`n_states` (the number of states of the clique's variables) must be given for Potts(1.0)",
+        "the number of states of CliqueFactor(variables=[0, 1], potential=Potts(1.0), n_states=None) is not known",
     ),
     (
         lambda: CliqueFactor([0, 1], SumPotential(np.zeros((3, 3))), n_states=4),
@@ -523,3 +523,26 @@ def test_loopy_factor_marginals_of_a_small_clique_on_a_tree_are_exact():
     joint = np.zeros((3,) * 4)
     np.add.at(joint, tuple(ys[:, :4].T), p)
     assert_allclose(res.factor_marginals[fi], joint, atol=1e-8)
+
+
+def test_a_clique_built_without_n_states_takes_the_graphs_cardinality():
+    """``CliqueFactor(variables, Potts(...))``: the graph it joins gives its number of states; alone it has no
+    table; variables of different cardinalities are an error naming the factor."""
+    from tractable import FactorGraph, TableFactor
+    from tractable.bp import loopy
+    from tractable.clique import Potts
+    from tractable.exact import enumerate_map
+
+    fac = CliqueFactor([0, 1, 2], Potts(0.5))
+    with pytest.raises(ValueError, match="is not known yet: give `n_states`"):
+        fac.to_table()
+    with pytest.raises(ValueError, match="`fixed_counts` needs `n_states`"):
+        CliqueFactor([0, 1], Potts(0.5), fixed_counts=[1, 0])
+    fg = FactorGraph([3, 3, 3])
+    for i, u in enumerate([0.3, -0.1, 0.2]):
+        fg.add_factor(TableFactor([i], [0.0, u, 0.1]))
+    fg.add_factor(fac)
+    assert fg.factors[-1].n_states == 3 and fac.n_states is None
+    np.testing.assert_array_equal(loopy(fg, task="map").assignment, enumerate_map(fg).assignment)
+    with pytest.raises(ValueError, match="must have 3 states"):
+        FactorGraph([3, 2, 3]).add_factor(CliqueFactor([0, 1, 2], Potts(0.5)))
