@@ -132,25 +132,9 @@ class GroundModel:
 
     @cached_property
     def atoms(self):
-        import pandas as pd
+        from .shards import atoms_frame
 
-        strings, parts, used = self._atom_parts
-        frames = []
-        for name, arg_ids, var, free, vals in parts:
-            args = list(zip(*(strings[ids].tolist() for ids in arg_ids)))
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "predicate": name,
-                        "arguments": pd.Series(args, dtype=object),
-                        "variable": var,
-                        "fixed_value": np.where(free, np.nan, vals),
-                        "in_rules": used[var],
-                    }
-                )
-            )
-        cols = ["predicate", "arguments", "variable", "fixed_value", "in_rules"]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+        return atoms_frame(self._atom_parts)
 
     @property
     def n_potentials(self) -> int:
