@@ -286,7 +286,7 @@ def test_an_all_minus_inf_count_potential_is_a_zero_partition_error():
 
 
 def test_recursive_and_tree_models_refuse_huge_scores_naming_the_argument():
-    why = "messages are linear-space vectors; use ±inf to clamp a variable or forbid a count"
+    why = "use ±inf to clamp a variable or forbid a count"
     with pytest.raises(ValueError, match=re.escape("`unary` must hold finite values of magnitude at most 1.04858e+06")):
         cardinality.RecursiveCardinalityModel(2, [[0, 1]], [np.zeros(3)], [1e300, 0.0])
     with pytest.raises(ValueError, match=re.escape("`count_potentials[1]` must hold finite values") + ".*" + why):

@@ -10,9 +10,11 @@ log weights: the message into leaf ``d`` from above is, by exactness of belief p
 (both states' log weights, ``-inf`` for a clamped state), so clamped variables need no special case
 and ``log Z_f`` keeps every offset.
 
-* Sum-product: :func:`tractable.cardinality._tree.upward` / ``downward`` (convolutions, FFT above
-  the crossover), O(sum over internal nodes of w log w) with w the node's count range: O(D log^2 D)
-  for balanced families, O(D^2) at worst. A factor with no configuration of positive mass given its
+* Sum-product: :func:`tractable.cardinality._tree.sum_passes` (convolutions, FFT above the
+  crossover), O(sum over internal nodes of w log w) with w the node's count range: O(D log^2 D)
+  for balanced families, O(D^2) at worst; passes whose beliefs the error bounds cannot certify
+  (scores spanning hundreds, potentials that fight the incoming messages) are redone in log space,
+  exact at any magnitude, at the O(D^2) cost. A factor with no configuration of positive mass given its
   incoming messages raises :class:`~tractable.ZeroPartitionError` (sound: sum-product zeros are
   zeros of the model).
 * Max-product: ``upward_max`` and a downward max-plus pass (:func:`_downward_max`), exact
@@ -29,7 +31,15 @@ import numpy as np
 from .._errors import ZeroPartitionError
 from .._numba import njit
 from ..cardinality._convolve import DEFAULT_CROSSOVER
-from ..cardinality._tree import NO_CONFIGURATION, _gather_log, downward, upward, upward_max
+from ..cardinality._tree import (
+    NO_CONFIGURATION,
+    _gather_log,
+    log_rows,
+    root_log_partition,
+    sum_passes,
+    upward_checked,
+    upward_max,
+)
 from ..factorgraph import RecursiveCardinalityFactor
 from ._registry import FactorMessages, register
 
@@ -97,19 +107,21 @@ def _leaf_log_weights(structure, w: np.ndarray) -> np.ndarray:
     return w + structure.leaf_potentials
 
 
-def _sum_passes(structure, w: np.ndarray):
-    """Upward and downward sum-product passes; ``log Z_f``. Raises ZeroPartitionError when ``Z_f = 0``."""
+def _leaf(structure, w: np.ndarray) -> np.ndarray:
     leaf = _leaf_log_weights(structure, w)
     if np.any(np.all(np.isneginf(leaf), axis=1)):
         raise _no_mass()
+    return leaf
+
+
+def _log_partition(structure, w: np.ndarray) -> float:
+    """``log Z_f`` of the factor with incoming messages ``w``. Raises ZeroPartitionError when ``Z_f = 0``."""
     t, pots = structure.tree, structure.potentials_by_height
     try:
-        up = upward(t, leaf, pots, method="auto", crossover=DEFAULT_CROSSOVER)
-    except ValueError as err:  # an upward message is zero everywhere: Z_f = 0
+        up = upward_checked(t, _leaf(structure, w), pots, method="auto", crossover=DEFAULT_CROSSOVER)
+    except ValueError as err:  # an upward message is zero everywhere, in log space too: Z_f = 0
         raise _no_mass() from err
-    h, r = t.height[t.root], t.row[t.root]
-    log_z = float(np.log(np.sum(up.vec[h][r])) + up.scale[h][r])
-    return t, pots, up, log_z
+    return root_log_partition(t, up)
 
 
 class RecursiveCardinalityMessages(FactorMessages):
@@ -130,17 +142,18 @@ class RecursiveCardinalityMessages(FactorMessages):
                 down = _downward_max(t, up, pots)
                 msg = down[0] + structure.leaf_potentials
             else:
-                t, pots, up, _ = _sum_passes(structure, w)
-                # Z_f > 0, so every downward message has a positive entry (no row is all zero)
-                down = downward(t, up, None, pots, method="auto", crossover=DEFAULT_CROSSOVER)
-                with np.errstate(divide="ignore"):
-                    msg = np.log(down.vec[0]) + down.scale[0][:, None] + structure.leaf_potentials
+                t, pots = structure.tree, structure.potentials_by_height
+                try:  # linear passes where they certify their beliefs, else log space (exact at any magnitude)
+                    _, down = sum_passes(t, _leaf(structure, w), pots, method="auto", crossover=DEFAULT_CROSSOVER)
+                except ValueError as err:  # no configuration of positive mass, in log space too: Z_f = 0
+                    raise _no_mass() from err
+                msg = log_rows(down, 0) + structure.leaf_potentials
             out[e, 0] = msg[:, 0]
             out[e, 1] = msg[:, 1]
 
     def log_partition(self, compiled, incoming):
         # the incoming messages are the leaves' log weights as they are: nothing to add back
-        return float(sum(_sum_passes(s, incoming[e, :2])[3] for e, s in zip(compiled.edges, compiled.structures)))
+        return float(sum(_log_partition(s, incoming[e, :2]) for e, s in zip(compiled.edges, compiled.structures)))
 
 
 register(RecursiveCardinalityFactor, RecursiveCardinalityMessages())

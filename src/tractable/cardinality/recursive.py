@@ -20,23 +20,34 @@ import numpy as np
 
 from .._count_tree import CountTree, build_structure, validate_structure
 from .._errors import ZeroPartitionError
+from .._logspace import logsumexp, normalize_log
 from .._random import streams
 from .._results import OPTIMAL, MAPResult, frozen_array, stop_message
 from .._validate import as_binary_assignment, as_float_array, check_int, check_magnitude, check_rng
 from ._huge import HUGE
 from ._kernels import sample_descent
 from ._result import CardinalityMarginals, exact_result
-from ._tree import NO_CONFIGURATION, backtrack_max, downward, flat_messages, internal_order, upward, upward_max
+from ._tree import (
+    NO_CONFIGURATION,
+    backtrack_max,
+    flat_messages,
+    internal_order,
+    log_rows,
+    node_log_belief,
+    sample_log,
+    sum_passes,
+    upward_max,
+)
 from .convolution_tree import _validate_options
 
 __all__ = ["RecursiveCardinalityModel"]
 
 
-#: finite scores larger than this in magnitude are refused: the messages are linear-space vectors with a log
-#: scale per row, in which a count far below its row's largest entry underflows to 0 and is lost even when a
-#: count potential further up would make it likely (a score near 1e300 swallows every O(1) weight)
+#: finite scores larger than this in magnitude are refused: a score near 1e300 swallows every O(1) weight (the
+#: multiplicities of the counts) in floating point, in log space too. Below it any scores give exact answers:
+#: the linear passes certify their beliefs, and passes they cannot certify are redone in log space
 MAX_SCORE = HUGE
-_WHY = "RecursiveCardinalityModel's messages are linear-space vectors; use ±inf to clamp a variable or forbid a count"
+_WHY = "larger scores swallow the counts' multiplicities in floating point; use ±inf to clamp a variable or forbid a count"
 
 
 def _validate_unary(unary, n: int) -> np.ndarray:
@@ -100,9 +111,14 @@ class RecursiveCardinalityModel:
     on first use and memoized in a private attribute (never stale, since nothing can change).
 
     Time O(sum over internal nodes of the message length times its log) for FFT messages:
-    O(D log^2 D) when the subsets allow a balanced tree, O(D^2) in the worst case. Messages are
-    normalized with a log scale; with FFT convolutions every message is accurate relative to its
-    largest entry (``method="direct"`` is accurate relative to every entry, at O(D^2) cost).
+    O(D log^2 D) when the subsets allow a balanced tree, O(D^2) in the worst case. Messages are rows
+    normalized to a maximum of 1 with a log scale, and carry a bound on each entry's error (FFT
+    rounding and noise floor, underflow), amplified wherever a count potential favours a small entry;
+    every belief (leaf marginals, count marginals, ``log Z``) is certified to 1e-8 of its mass
+    (``tractable.cardinality._tree.BELIEF_TOL``; in practice ~1e-13). Where the bounds cannot certify
+    it (scores spanning hundreds, count potentials that fight the unary scores), both passes are
+    redone in log space with direct log-sum-exp convolutions: exact relative to every entry at any
+    magnitude below :data:`MAX_SCORE`, at O(D^2) cost.
 
     Examples
     --------
@@ -188,9 +204,7 @@ class RecursiveCardinalityModel:
         if self._memo is None:
             t = self._structure.tree
             pots = self._structure.potentials_by_height
-            up = upward(t, self._leaf_logw, pots, method=self._method, crossover=self._crossover)
-            out = downward(t, up, None, pots, method=self._method, crossover=self._crossover)
-            self._memo = (up, out)
+            self._memo = sum_passes(t, self._leaf_logw, pots, method=self._method, crossover=self._crossover)
         return self._memo
 
     def log_partition(self) -> float:
@@ -200,15 +214,11 @@ class RecursiveCardinalityModel:
 
     def _logz(self, up, out) -> float:
         t = self._structure.tree
-        h, r = t.height[t.root], t.row[t.root]
-        return float(np.log(np.sum(up.vec[h][r] * out.vec[h][r])) + up.scale[h][r] + out.scale[h][r])
+        return float(logsumexp(node_log_belief(t, up, out, t.root)))
 
     def _belief(self, v: int) -> np.ndarray:
         up, out = self._passes()
-        t = self._structure.tree
-        h, r = t.height[v], t.row[v]
-        b = up.vec[h][r, : t.size[v] + 1] * out.vec[h][r, : t.size[v] + 1]
-        return b / b.sum()
+        return normalize_log(node_log_belief(self._structure.tree, up, out, v))[0]
 
     def marginals(self) -> CardinalityMarginals:
         """Variable marginals, marginals of the total count, and ``log Z``.
@@ -222,8 +232,7 @@ class RecursiveCardinalityModel:
         """
         t0 = time.perf_counter()
         up, out = self._passes()
-        with np.errstate(divide="ignore"):
-            lo = np.log(out.vec[0]) + out.scale[0][:, None] + self._leaf_logw
+        lo = log_rows(out, 0) + self._leaf_logw
         off = np.isneginf(lo[:, 1])
         with np.errstate(invalid="ignore"):
             log_odds = lo[:, 1] - lo[:, 0]
@@ -269,6 +278,8 @@ class RecursiveCardinalityModel:
         rng = check_rng(rng)
         up, _ = self._passes()
         t = self._structure.tree
+        if up.log:
+            return sample_log(t, up, size, rng)
         h, r = t.height[t.root], t.row[t.root]
         root = up.vec[h][r, : t.size[t.root] + 1]
         cdf = np.cumsum(root)
