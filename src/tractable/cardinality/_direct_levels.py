@@ -35,6 +35,9 @@ import numpy as np
 from .._numba import njit
 
 _LN2 = math.log(2.0)
+_UP, _DOWN = 0, 1  # the passes of :func:`_levels`
+_NO_ROWS = np.zeros((0, 2))  # the arguments a pass leaves unused
+_NO_SCALES = np.zeros(0)
 
 
 def direct_top(n_levels: int, use_fft) -> int:
@@ -74,53 +77,10 @@ def up_direct_levels(leaf_logw: np.ndarray, pad: int, top: int) -> tuple[np.ndar
     """
     size, ssize = level_sizes(pad, top)
     flat, sflat = np.zeros(size), np.zeros(ssize)
-    _up_levels(np.ascontiguousarray(leaf_logw, dtype=np.float64), pad, top, flat, sflat)
+    _levels(
+        _UP, np.ascontiguousarray(leaf_logw, dtype=np.float64), _NO_SCALES, flat, sflat, pad, top, _NO_ROWS, _NO_SCALES
+    )
     return flat, sflat
-
-
-@njit(no_cfunc_wrapper=True)
-def _up_levels(leaf_logw, pad, top, flat, sflat):
-    """:func:`up_direct_levels` into ``flat`` and ``sflat`` (zero on entry)."""
-    n = leaf_logw.shape[0]
-    for i in range(n):
-        a = leaf_logw[i, 0]
-        b = leaf_logw[i, 1]
-        if a >= b:
-            flat[2 * i] = 1.0
-            flat[2 * i + 1] = math.exp(b - a)
-            sflat[i] = a
-        else:
-            flat[2 * i] = math.exp(a - b)
-            flat[2 * i + 1] = 1.0
-            sflat[i] = b
-    for i in range(n, pad):
-        flat[2 * i] = 1.0
-    wp = 2
-    ob = 0  # start of level h - 1 in flat and in sflat
-    sob = 0
-    for h in range(1, top + 1):
-        rows = pad >> h
-        w = (1 << h) + 1
-        oc = ob + 2 * rows * wp  # start of level h
-        soc = sob + 2 * rows
-        lvl = flat[oc : oc + rows * w]
-        below = flat[ob:oc]
-        for r in range(rows):
-            # slices, so that every index below is a loop counter (no wrap-around checks)
-            row = lvl[r * w : r * w + w]
-            a = below[2 * r * wp : 2 * r * wp + wp]
-            b = below[2 * r * wp + wp : 2 * r * wp + 2 * wp]
-            for j in range(wp):
-                aj = a[j]
-                if aj == 0.0:
-                    continue
-                for i in range(wp):
-                    row[j + i] += aj * b[i]
-            # children maxima are >= 2^-20 (level 0: 1), so the maximum is > 0
-            sflat[soc + r] = sflat[sob + 2 * r] + sflat[sob + 2 * r + 1] + _rescale(row, w)
-        wp = w
-        ob = oc
-        sob = soc
 
 
 _BIG = 2.0**20  # rows are rescaled only when their maximum leaves [1 / _BIG, _BIG]
@@ -158,14 +118,62 @@ def down_direct_levels(a_top, s_top, flat, sflat, pad: int, top: int) -> tuple[n
     out, sout = np.empty((pad, 2)), np.empty(pad)
     a_top = np.ascontiguousarray(a_top, dtype=np.float64)
     s_top = np.ascontiguousarray(s_top, dtype=np.float64)
-    _down_levels(a_top, s_top, flat, sflat, pad, top, out, sout)
+    _levels(_DOWN, a_top, s_top, flat, sflat, pad, top, out, sout)
     return out, sout
 
 
 @njit(no_cfunc_wrapper=True)
-def _down_levels(a_top, s_top, flat, sflat, pad, top, out, sout):
-    """:func:`down_direct_levels` into ``out`` (pad, 2) and ``sout`` (pad,)."""
-    n_blocks = a_top.shape[0]
+def _levels(mode, x, s_top, flat, sflat, pad, top, out, sout):
+    """Both passes in one kernel (one compilation, and :func:`_rescale` linked once).
+
+    ``mode`` ``_UP``: :func:`up_direct_levels` of the leaves' log weights ``x`` (n, 2) into ``flat`` and
+    ``sflat`` (zero on entry); ``s_top``, ``out`` and ``sout`` unused. ``_DOWN``:
+    :func:`down_direct_levels` of the messages ``x`` (pad >> top, 2^top + 1) and their log scales
+    ``s_top`` into ``out`` (pad, 2) and ``sout`` (pad,).
+    """
+    if mode == _UP:
+        n = x.shape[0]
+        for i in range(n):
+            a = x[i, 0]
+            b = x[i, 1]
+            if a >= b:
+                flat[2 * i] = 1.0
+                flat[2 * i + 1] = math.exp(b - a)
+                sflat[i] = a
+            else:
+                flat[2 * i] = math.exp(a - b)
+                flat[2 * i + 1] = 1.0
+                sflat[i] = b
+        for i in range(n, pad):
+            flat[2 * i] = 1.0
+        wp = 2
+        ob = 0  # start of level h - 1 in flat and in sflat
+        sob = 0
+        for h in range(1, top + 1):
+            rows = pad >> h
+            w = (1 << h) + 1
+            oc = ob + 2 * rows * wp  # start of level h
+            soc = sob + 2 * rows
+            lvl = flat[oc : oc + rows * w]
+            below = flat[ob:oc]
+            for r in range(rows):
+                # slices, so that every index below is a loop counter (no wrap-around checks)
+                row = lvl[r * w : r * w + w]
+                a = below[2 * r * wp : 2 * r * wp + wp]
+                b = below[2 * r * wp + wp : 2 * r * wp + 2 * wp]
+                for j in range(wp):
+                    aj = a[j]
+                    if aj == 0.0:
+                        continue
+                    for i in range(wp):
+                        row[j + i] += aj * b[i]
+                # children maxima are >= 2^-20 (level 0: 1), so the maximum is > 0
+                sflat[soc + r] = sflat[sob + 2 * r] + sflat[sob + 2 * r + 1] + _rescale(row, w)
+            wp = w
+            ob = oc
+            sob = soc
+        return
+    n_blocks = x.shape[0]
     block = 1 << top
     w_top = block + 1
     half = 2 * block + 2
@@ -175,7 +183,7 @@ def _down_levels(a_top, s_top, flat, sflat, pad, top, out, sout):
         cur = 0  # the current half of buf (0 or half) and of sbuf (scur: 0 or block)
         scur = 0
         for k in range(w_top):
-            buf[k] = a_top[blk, k]
+            buf[k] = x[blk, k]
         sbuf[0] = s_top[blk]
         for h in range(top, 0, -1):
             nxt = half - cur

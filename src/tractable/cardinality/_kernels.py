@@ -156,65 +156,6 @@ def _logaddexp(x, y):
     return y + np.log1p(np.exp(x - y))
 
 
-@njit(inline="always")
-def _chain_log(theta, f, kmax, alpha, beta, newb, log1, log0):
-    """The chain algorithm (Sec. 6.1 of Tarlow et al. 2012) in log space, O(D * kmax).
-
-    Forward: ``alpha[d, k] = log sum_{y_<d, |y_<d| = k} exp(theta . y) - sum_{j<d} max(theta_j, 0)``.
-    Backward: ``beta[j] = log sum_{y_>=d} exp(theta . y_>=d + f(j + |y_>=d|)) - sum_{i>=d} max(theta_i, 0)``
-    for a prefix count j. Subtracting the per-step offsets keeps the stored numbers small (the cost
-    of deviating from the best configuration), so the rounding error of every log-add-exp is small
-    and common offsets cancel exactly in probabilities.
-
-    Work arrays (float64; their contents on entry do not matter): ``alpha`` with at least ``(D + 1)
-    (kmax + 1)`` entries (row d of the forward messages at ``d (kmax + 1)``: on return row D holds
-    the log count weights without the offset), ``beta`` and ``newb`` with at least ``kmax + 2``, and
-    the outputs ``log1`` and ``log0`` with at least D: the log mass of y_d = 1 and of y_d = 0 (both
-    without a common offset). Returns log Z without the offset ``sum_d max(theta_d, 0)``.
-    """
-    d_total = theta.shape[0]
-    ninf = -np.inf
-    w = kmax + 1
-    alpha[0] = 0.0
-    for k in range(1, w):
-        alpha[k] = ninf
-    for d in range(d_total):
-        t = theta[d]
-        m = max(t, 0.0)
-        row = d * w
-        for k in range(w):
-            v = alpha[row + k] - m
-            if k > 0:
-                v = _logaddexp(v, alpha[row + k - 1] + (t - m))
-            alpha[row + w + k] = v
-    for j in range(w):
-        beta[j] = f[j]
-    beta[w] = ninf
-    newb[w] = ninf  # beta and newb trade places at every step
-    for d in range(d_total - 1, -1, -1):
-        t = theta[d]
-        m = max(t, 0.0)
-        row = d * w
-        s1 = ninf
-        s0 = ninf
-        for j in range(w):
-            a = alpha[row + j]
-            if a == ninf:
-                continue
-            s0 = _logaddexp(s0, a - m + beta[j])
-            s1 = _logaddexp(s1, a + (t - m) + beta[j + 1])
-        log1[d] = s1
-        log0[d] = s0
-        for j in range(w):
-            newb[j] = _logaddexp(beta[j] - m, (t - m) + beta[j + 1])
-        beta, newb = newb, beta
-    logz = ninf
-    last = d_total * w
-    for k in range(w):
-        logz = _logaddexp(logz, alpha[last + k] + f[k])
-    return logz
-
-
 @njit(no_cfunc_wrapper=True)
 def chain_stack(theta, f, cap, log_odds, count, logz, offset, free, th, alpha, beta, newb, log1, log0):
     """The log-space chain algorithm on every model of a stack, in place on the outputs: the one
@@ -222,16 +163,29 @@ def chain_stack(theta, f, cap, log_odds, count, logz, offset, free, th, alpha, b
 
     ``theta`` (B, D), ``f`` (B, D + 1). Per model, the clamped variables (``theta = ±inf``) are taken
     out (``n_on`` of them on), counts above ``cap`` are cut off (``kmax = min(n_free, max(0, cap -
-    n_on))`` counts of the free variables are kept; ``cap = D`` keeps all), and :func:`_chain_log`
+    n_on))`` counts of the free variables are kept; ``cap = D`` keeps all), and the chain algorithm
     runs on the free variables with ``f[n_on : n_on + kmax + 1]``. Writes ``log_odds`` (B, D)
     (clamped variables keep their ±inf), ``count`` (B, D + 1, zero on entry), ``logz`` (B,) the log
     partition function without the offset ``sum_d max(theta_d, 0)`` of the free variables and
     ``offset`` (B,) that offset, summed with compensation (Neumaier). ``free`` (D,) int64 and ``th``
-    (D,) are work arrays, the rest those of :func:`_chain_log` for ``kmax = D``; after the call they
+    (D,) are work arrays, the rest those of the chain for ``kmax = D`` (below); after the call they
     hold the last model's: ``log1[:n_free]``, ``log0[:n_free]`` and the log count weights
     ``alpha[n_free (kmax + 1) : (n_free + 1) (kmax + 1)]``.
+
+    The chain algorithm (Sec. 6.1 of Tarlow et al. 2012) in log space, O(D * kmax), is written out
+    here, not in a helper inlined by numba: inlining costs a tenth of this kernel's compilation.
+    Forward: ``alpha[d, k] = log sum_{y_<d, |y_<d| = k} exp(theta . y) - sum_{j<d} max(theta_j, 0)``.
+    Backward: ``beta[j] = log sum_{y_>=d} exp(theta . y_>=d + f(j + |y_>=d|)) - sum_{i>=d} max(theta_i, 0)``
+    for a prefix count j. Subtracting the per-step offsets keeps the stored numbers small (the cost
+    of deviating from the best configuration), so the rounding error of every log-add-exp is small
+    and common offsets cancel exactly in probabilities. Work arrays (float64; their contents on
+    entry do not matter): ``alpha`` with at least ``(D + 1) (kmax + 1)`` entries (row d of the
+    forward messages at ``d (kmax + 1)``: on return row D holds the log count weights without the
+    offset), ``beta`` and ``newb`` with at least ``kmax + 2``, and ``log1`` and ``log0`` with at
+    least D: the log mass of y_d = 1 and of y_d = 0 (both without a common offset).
     """
     B, D = theta.shape
+    ninf = -np.inf
     for b in range(B):
         n_on = 0
         n_free = 0
@@ -245,15 +199,52 @@ def chain_stack(theta, f, cap, log_odds, count, logz, offset, free, th, alpha, b
                 n_free += 1
         for i in range(n_free):
             th[i] = theta[b, free[i]]
-        th_free = th[:n_free]
-        kmax = th_free.shape[0]  # n_free (typed int64 from the start, not the literal 0 first)
+        kmax = th[:n_free].shape[0]  # n_free (typed int64 from the start, not the literal 0 first)
         kmax = min(kmax, max(cap - n_on, 0))
         f_eff = f[b, n_on : n_on + kmax + 1]
-        lz = _chain_log(th_free, f_eff, kmax, alpha, beta, newb, log1, log0)
+        # the chain on th[:n_free] and f_eff: forward messages
+        w = kmax + 1
+        alpha[0] = 0.0
+        for k in range(1, w):
+            alpha[k] = ninf
+        for d in range(n_free):
+            t = th[d]
+            m = max(t, 0.0)
+            row = d * w
+            for k in range(w):
+                v = alpha[row + k] - m
+                if k > 0:
+                    v = _logaddexp(v, alpha[row + k - 1] + (t - m))
+                alpha[row + w + k] = v
+        # backward messages and the log masses of y_d = 1 and y_d = 0
+        for j in range(w):
+            beta[j] = f_eff[j]
+        beta[w] = ninf
+        newb[w] = ninf  # beta and newb trade places at every step
+        for d in range(n_free - 1, -1, -1):
+            t = th[d]
+            m = max(t, 0.0)
+            row = d * w
+            s1 = ninf
+            s0 = ninf
+            for j in range(w):
+                a = alpha[row + j]
+                if a == ninf:
+                    continue
+                s0 = _logaddexp(s0, a - m + beta[j])
+                s1 = _logaddexp(s1, a + (t - m) + beta[j + 1])
+            log1[d] = s1
+            log0[d] = s0
+            for j in range(w):
+                newb[j] = _logaddexp(beta[j] - m, (t - m) + beta[j + 1])
+            beta, newb = newb, beta
+        last = n_free * w  # the last row of alpha: the log count weights
+        lz = ninf
+        for k in range(w):
+            lz = _logaddexp(lz, alpha[last + k] + f_eff[k])
         for i in range(n_free):
             log_odds[b, free[i]] = log1[i] - log0[i]
-        last = n_free * (kmax + 1)  # the last row of alpha: the log count weights
-        for k in range(kmax + 1):
+        for k in range(w):
             p = np.exp(alpha[last + k] + f_eff[k] - lz)
             if p == p:  # NaN (both -inf): 0, as count is on entry
                 count[b, n_on + k] = p

@@ -13,8 +13,10 @@ reach numba through four kernels of one signature each: :func:`_pass_labels` (al
 and generalized alpha-pass with ``p = 2``), :func:`icm_sweep`, :func:`expansion_search` and
 :func:`_sweep_majority`, their arguments normalized in Python (C-ordered float64 and int64 arrays,
 the potential as a code ``kind`` and arrays, never a function). Helpers (``@helper``) have no Python
-wrapper and are called, not inlined (numba's ``inline="always"`` costs more than the calls it saves,
-and the expansion's loop nests compile into about 10% more instructions in one function). No NumPy
+wrapper and are called, not inlined (numba's ``inline="always"`` costs more than the calls it saves);
+a helper with a single caller is written into that caller instead (the expansion move in
+:func:`expansion_search`), since a helper is optimized and compiled to machine code on its own and
+then again inside each kernel that links it. No NumPy
 sort or array expression, four allocation signatures, no rewrite passes (``no_rewrites``), and loop variables
 start from typed constants (``_I0``, ...), so that type inference settles in two passes instead of
 four. Rarely used kernels (:func:`subset_pass_labels` for ``p >= 3``, :func:`sweep_values`,
@@ -313,157 +315,19 @@ def _prune_caps(phi, labels, counts, alpha, table, tol, nodes, start, keys, cap,
         K = newK
 
 
-@helper
-def _expansion_step(
-    phi, labels, counts, alpha, table, tol, prune, nodes, start, keys, cap, gkeys, order, buf, D, newD, choice, g
-):
-    """One optimal alpha-expansion move, in place on ``labels`` and ``counts``; True when it moved.
-
-    The dynamic program of Sec. 3.2.1 of [1]: for every label ``i != alpha`` the nodes labelled ``i``
-    are sorted by ``phi[u, alpha] - phi[u, i]``; an optimal move switches a top prefix of each list,
-    and ``D_i(k)``, the best score with ``k`` nodes of labels ``<= i`` switched, is a (max, +)
-    convolution over ``i``; O(n^2 + n m). The move is taken only when it beats the current labelling
-    by more than ``tol``. ``prune`` (finite ``phi`` and ``table`` only) bounds each label's share of
-    the move first (:func:`_prune_caps`).
-
-    The work arrays (``nodes``/``buf`` (n,) int64, ``order`` (2n,) int64, ``start``/``cap`` (m+1,)
-    int64, ``keys``/``gkeys`` (n,), ``D``/``newD``/``g`` (n+1,), ``choice`` (m, n+1) int64) are the
-    caller's, so that a whole search allocates them once. A function of its own, not written into
-    the search's loop, and ``_prune_caps`` one of its own: LLVM compiles these loop nests into about
-    10% more instructions when they share one function (measured with callgrind).
-    """
-    n, m = phi.shape
-    # nodes grouped by label (by index), then each group sorted by decreasing move key, ties by node
-    # index: a stable insertion sort per group, cheaper than one sort of all n for these small groups
-    start[0] = 0
-    for y in range(m):
-        start[y + 1] = start[y] + counts[y]
-    for y in range(m):
-        choice[y, 0] = start[y]  # fill pointers, overwritten by the DP below
-    for u in range(n):
-        y = labels[u]
-        keys[u] = 0.0 if y == alpha else -_move_key(phi[u, alpha], phi[u, y])
-        nodes[choice[y, 0]] = u
-        choice[y, 0] += 1
-    for y in range(m):
-        if y == alpha:
-            continue
-        lo = start[y]
-        hi = start[y + 1]
-        if hi - lo > 32:  # a stable sort of the group's keys (merge or radix: _argsort_stable)
-            for t in range(hi - lo):
-                gkeys[t] = keys[nodes[lo + t]]
-                buf[t] = nodes[lo + t]
-            _argsort_stable(gkeys, hi - lo, order, order[hi - lo :])
-            for t in range(hi - lo):
-                nodes[lo + t] = buf[order[t]]
-            continue
-        for t in range(lo + 1, hi):
-            v = nodes[t]
-            kv = keys[v]
-            j = t - 1
-            while j >= lo and keys[nodes[j]] > kv:
-                nodes[j + 1] = nodes[j]
-                j -= 1
-            nodes[j + 1] = v
-    # cap[i]: most nodes of label i that an optimal move can switch (all of them unless pruned)
-    N = _I0
-    for i in range(m):
-        cap[i] = 0 if i == alpha else counts[i]
-        N += cap[i]
-    if prune:
-        N = _prune_caps(phi, labels, counts, alpha, table, tol, nodes, start, keys, cap, N)
-    for k in range(N + 1):
-        D[k] = -np.inf
-    D[0] = 0.0
-    total = _I0
-    const = 0.0  # the value of the labels that keep all their nodes (cap 0), added at the end
-    for i in range(m):
-        if i == alpha:
-            continue
-        ni = counts[i]
-        nj = cap[i]
-        s0 = start[i]
-        # g[j]: label i keeps its last ni - j nodes, its top j go to alpha
-        keep = 0.0
-        for t in range(ni):
-            keep += phi[nodes[s0 + t], i]
-        if nj == 0:
-            const += table[i, ni] + keep
-            continue
-        acc_alpha = 0.0
-        acc_keep = keep
-        for j in range(nj + 1):
-            if j > 0:
-                u = nodes[s0 + j - 1]
-                acc_alpha += phi[u, alpha]
-                # recompute the kept sum when -inf makes subtraction unsafe
-                if acc_keep == -np.inf:
-                    acc_keep = 0.0
-                    for t in range(j, ni):
-                        acc_keep += phi[nodes[s0 + t], i]
-                else:
-                    acc_keep -= phi[u, i]
-            g[j] = table[i, ni - j] + acc_alpha + acc_keep
-        for k in range(total + nj + 1):
-            best = -np.inf
-            bj = _I0
-            lo = k - total
-            if lo < 0:
-                lo = _I0
-            hi = nj if nj < k else k
-            for j in range(lo, hi + 1):
-                d = D[k - j]
-                gj = g[j]
-                if d == -np.inf or gj == -np.inf:
-                    continue
-                v = d + gj
-                if v > best:
-                    best = v
-                    bj = j
-            newD[k] = best
-            choice[i, k] = bj
-        for k in range(total + nj + 1):
-            D[k] = newD[k]
-        total += nj
-    base_alpha = 0.0
-    cur = 0.0
-    for u in range(n):
-        cur += phi[u, labels[u]]
-        if labels[u] == alpha:
-            base_alpha += phi[u, alpha]
-    for y in range(m):
-        cur += table[y, counts[y]]
-    best_k = _I0
-    best_v = -np.inf
-    for k in range(N + 1):
-        if D[k] == -np.inf:
-            continue
-        v = D[k] + table[alpha, k + counts[alpha]] + base_alpha + const
-        if v > best_v:
-            best_v = v
-            best_k = k
-    if best_v == -np.inf or best_k == 0 or not best_v > cur + tol:
-        return False
-    k = best_k
-    for i in range(m - 1, -1, -1):
-        if i == alpha or cap[i] == 0:
-            continue
-        j = choice[i, k]
-        for t in range(j):
-            labels[nodes[start[i] + t]] = alpha
-        counts[i] -= j
-        counts[alpha] += j
-        k -= j
-    return True
-
-
 @kernel
 def expansion_search(phi, labels, table, tol, max_iter, known, only, prune):
     """alpha-expansion moves over the labels in turn, in place on ``labels``; returns ``(rounds, converged, score)``.
 
-    Each move is :func:`_expansion_step` (optimal, taken only when it beats the current labelling by
-    more than ``tol``). A round tries ``alpha = 0, ..., m-1``. The search stops, converged, as soon as
+    Each move is optimal, and taken only when it beats the current labelling by more than ``tol``:
+    the dynamic program of Sec. 3.2.1 of [1]. For every label ``i != alpha`` the nodes labelled ``i``
+    are sorted by ``phi[u, alpha] - phi[u, i]``; an optimal move switches a top prefix of each list,
+    and ``D_i(k)``, the best score with ``k`` nodes of labels ``<= i`` switched, is a (max, +)
+    convolution over ``i``; O(n^2 + n m) per move, on work arrays allocated once per search. The
+    move is written into the search's loop, not called: as a helper of its own it was compiled by
+    LLVM twice (alone, then again linked into this kernel): about 0.3 s of the area's first call,
+    with no measured difference in speed (``benchmarks/clique_map.py``). A round tries ``alpha = 0, ..., m-1``.
+    The search stops, converged, as soon as
     ``m`` moves in a row have failed (every label's move was tried on the current labelling), so the
     last round is usually cut short; else after ``max_iter`` rounds. ``known`` (n,) is a labelling
     already shown to be a local optimum (every move fails on it), or an empty array: the search also
@@ -522,26 +386,129 @@ def expansion_search(phi, labels, table, tol, max_iter, known, only, prune):
             if r == max_iter:
                 break
             r += 1
-        if _expansion_step(
-            phi,
-            labels,
-            counts,
-            alpha,
-            table,
-            tol,
-            prune,
-            nodes,
-            start,
-            keys,
-            cap,
-            gkeys,
-            order,
-            buf,
-            D,
-            newD,
-            choice,
-            g,
-        ):
+        # one optimal move of label alpha (see the docstring)
+        # nodes grouped by label (by index), then each group sorted by decreasing move key, ties by node
+        # index: a stable insertion sort per group, cheaper than one sort of all n for these small groups
+        start[0] = 0
+        for y in range(m):
+            start[y + 1] = start[y] + counts[y]
+        for y in range(m):
+            choice[y, 0] = start[y]  # fill pointers, overwritten by the DP below
+        for u in range(n):
+            y = labels[u]
+            keys[u] = 0.0 if y == alpha else -_move_key(phi[u, alpha], phi[u, y])
+            nodes[choice[y, 0]] = u
+            choice[y, 0] += 1
+        for y in range(m):
+            if y == alpha:
+                continue
+            lo = start[y]
+            hi = start[y + 1]
+            if hi - lo > 32:  # a stable sort of the group's keys (merge or radix: _argsort_stable)
+                for t in range(hi - lo):
+                    gkeys[t] = keys[nodes[lo + t]]
+                    buf[t] = nodes[lo + t]
+                _argsort_stable(gkeys, hi - lo, order, order[hi - lo :])
+                for t in range(hi - lo):
+                    nodes[lo + t] = buf[order[t]]
+                continue
+            for t in range(lo + 1, hi):
+                v = nodes[t]
+                kv = keys[v]
+                j = t - 1
+                while j >= lo and keys[nodes[j]] > kv:
+                    nodes[j + 1] = nodes[j]
+                    j -= 1
+                nodes[j + 1] = v
+        # cap[i]: most nodes of label i that an optimal move can switch (all of them unless pruned)
+        N = _I0
+        for i in range(m):
+            cap[i] = 0 if i == alpha else counts[i]
+            N += cap[i]
+        if prune:
+            N = _prune_caps(phi, labels, counts, alpha, table, tol, nodes, start, keys, cap, N)
+        for k in range(N + 1):
+            D[k] = -np.inf
+        D[0] = 0.0
+        total = _I0
+        const = 0.0  # the value of the labels that keep all their nodes (cap 0), added at the end
+        for i in range(m):
+            if i == alpha:
+                continue
+            ni = counts[i]
+            nj = cap[i]
+            s0 = start[i]
+            # g[j]: label i keeps its last ni - j nodes, its top j go to alpha
+            keep = 0.0
+            for t in range(ni):
+                keep += phi[nodes[s0 + t], i]
+            if nj == 0:
+                const += table[i, ni] + keep
+                continue
+            acc_alpha = 0.0
+            acc_keep = keep
+            for j in range(nj + 1):
+                if j > 0:
+                    u = nodes[s0 + j - 1]
+                    acc_alpha += phi[u, alpha]
+                    # recompute the kept sum when -inf makes subtraction unsafe
+                    if acc_keep == -np.inf:
+                        acc_keep = 0.0
+                        for t in range(j, ni):
+                            acc_keep += phi[nodes[s0 + t], i]
+                    else:
+                        acc_keep -= phi[u, i]
+                g[j] = table[i, ni - j] + acc_alpha + acc_keep
+            for k in range(total + nj + 1):
+                best = -np.inf
+                bj = _I0
+                lo = k - total
+                if lo < 0:
+                    lo = _I0
+                hi = nj if nj < k else k
+                for j in range(lo, hi + 1):
+                    d = D[k - j]
+                    gj = g[j]
+                    if d == -np.inf or gj == -np.inf:
+                        continue
+                    v = d + gj
+                    if v > best:
+                        best = v
+                        bj = j
+                newD[k] = best
+                choice[i, k] = bj
+            for k in range(total + nj + 1):
+                D[k] = newD[k]
+            total += nj
+        base_alpha = 0.0
+        cur = 0.0
+        for u in range(n):
+            cur += phi[u, labels[u]]
+            if labels[u] == alpha:
+                base_alpha += phi[u, alpha]
+        for y in range(m):
+            cur += table[y, counts[y]]
+        best_k = _I0
+        best_v = -np.inf
+        for k in range(N + 1):
+            if D[k] == -np.inf:
+                continue
+            v = D[k] + table[alpha, k + counts[alpha]] + base_alpha + const
+            if v > best_v:
+                best_v = v
+                best_k = k
+        step_moved = best_v != -np.inf and best_k != 0 and best_v > cur + tol
+        k = best_k if step_moved else _I0
+        for i in range(m - 1 if step_moved else -1, -1, -1):  # apply the move
+            if i == alpha or cap[i] == 0:
+                continue
+            j = choice[i, k]
+            for t in range(j):
+                labels[nodes[start[i] + t]] = alpha
+            counts[i] -= j
+            counts[alpha] += j
+            k -= j
+        if step_moved:
             moved = _TRUE
             failed = _I0
             if known.shape[0] == n:
