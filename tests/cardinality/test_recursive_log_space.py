@@ -17,8 +17,7 @@ from scipy.special import gammaln, logsumexp
 from _oracles import BinaryEnumeration, random_nested
 from tractable import FactorGraph, RecursiveCardinalityFactor, TableFactor
 from tractable.bp import loopy
-from tractable.cardinality import RecursiveCardinalityModel
-from tractable.cardinality import _tree
+from tractable.cardinality import RecursiveCardinalityModel, _tree
 
 # the regression of the issue: the linear passes returned [1, 1, 0] with status "optimal"
 FIGHTING = (3, [[0, 1, 2], [0, 1]], [[0, -800, 800, -800], [800, 800, 0]], [-800, -800, 800])

@@ -47,7 +47,7 @@ __all__ = ["RecursiveCardinalityModel"]
 #: multiplicities of the counts) in floating point, in log space too. Below it any scores give exact answers:
 #: the linear passes certify their beliefs, and passes they cannot certify are redone in log space
 MAX_SCORE = HUGE
-_WHY = "larger scores swallow the counts' multiplicities in floating point; use ±inf to clamp a variable or forbid a count"
+_WHY = "larger scores swallow the counts' multiplicities in float64; use ±inf to clamp a variable or forbid a count"
 
 
 def _validate_unary(unary, n: int) -> np.ndarray:

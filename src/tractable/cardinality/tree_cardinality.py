@@ -23,9 +23,18 @@ subtree (prefix and suffix convolutions of the other children),
 and ``P(y_v = s) ∝ sum_k M_v[s](k) O_v[s](k)``. Samples go top-down: the total count, its split
 among components, then at each node the children's states and counts one child at a time.
 
-All convolutions here are direct (``numpy.convolve``): with non-negative vectors that is
-accurate relative to every entry, so no tilting is needed beyond a global shift that keeps
-extreme ``theta`` from underflowing. Time O(D^2) in the worst case (a path), less for bushy trees.
+Numerics. Every message is kept in log space (``-inf`` for a zero weight), shifted so that its
+largest entry is 0, with the shift carried as a separate log scale. The convolutions and
+correlations are direct log-sum-exp sums (:func:`._logconv.log_direct_rows`): every output entry
+is shifted by its own largest term, so no entry underflows and each is accurate relative to itself,
+however far below its vector's maximum it lies. (Linear-space vectors normalized to a maximum of 1
+lose every count more than ~e^-745 below the maximum, and such a count can be the likely one once
+the count potential or a pairwise score further up favours it; scores spanning a few hundred did
+that.) Sampling draws from each conditional in log space, shifted by that conditional's own
+maximum, and MAP is the same dynamic program in the max-plus semiring. So marginals, count
+marginals, ``log Z``, samples and MAP are exact to rounding for any finite scores up to
+:data:`MAX_SCORE`. Time O(D^2) in the worst case (a path), less for bushy trees; a log-space
+product costs one ``exp``, which the Python work per node dominates except at wide convolutions.
 """
 
 from __future__ import annotations
@@ -42,39 +51,133 @@ from .._validate import as_binary_assignment, as_float_array, check_int, check_m
 from ._convolve import _as_kernel_rows
 from ._huge import HUGE
 from ._kernels import MAXPLUS, direct_rows
+from ._logconv import LOGCONV, LOGCORR, log_direct_rows
 from ._result import CardinalityMarginals, exact_result
 from ._tree import NO_CONFIGURATION
 
 __all__ = ["TreeCardinalityModel"]
 
 
-#: finite scores larger than this in magnitude are refused: the messages are linear-space vectors with a log
-#: scale, in which a count far below its vector's largest entry underflows to 0 and is lost even when the count
-#: potential makes it likely (a score near 1e300 swallows every O(1) weight, and ``tilt * k`` overflows)
+#: finite scores larger than this in magnitude are refused: the messages are exact in log space at any
+#: magnitude, but a log weight is one float64, so a score near 1e300 swallows every O(1) weight next to
+#: it (``1e300 + log 2 == 1e300``) and sums of such scores overflow; below 2**20 a sum over D variables
+#: keeps an absolute precision of about ``D * 2**20 * 2**-52`` (2e-10 per 1000 variables)
 MAX_SCORE = HUGE
-_WHY = "TreeCardinalityModel's messages are linear-space vectors; use ±inf to clamp a variable or forbid a count"
+_WHY = (
+    "TreeCardinalityModel keeps each log weight in one float64, in which a huge score swallows the O(1) "
+    "weights next to it; use ±inf to clamp a variable or forbid a count"
+)
 
 
-def _norm(x: np.ndarray):
-    m = x.max()
-    if not m > 0:
+def _lnorm(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(x - max(x), max(x))`` of log-values ``x``; ZeroPartitionError when every entry is ``-inf``."""
+    m = float(x.max())
+    if m == -np.inf:
         raise ZeroPartitionError(NO_CONFIGURATION + ".")
-    return x / m, float(np.log(m))
+    return x - m, m
 
 
-def _corr(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
-    """``out[j] = sum_i a[j + i] b[i]`` for ``j < width``."""
-    full = np.correlate(a, b, mode="full")  # full[k] = sum_n a[n + k - (len(b) - 1)] b[n]
-    out = full[len(b) - 1 : len(b) - 1 + width]
-    if out.shape[0] < width:
-        out = np.concatenate([out, np.zeros(width - out.shape[0])])
-    return out
+#: operands at most this long are convolved by NumPy's vectorized ``exp`` on a stack of shifted copies
+#: (about 3 ns a product); longer ones by the compiled kernel (one scalar ``exp``, about 6 ns, a product)
+_SHORT = 16
+
+
+def _lse0(t: np.ndarray) -> np.ndarray:
+    """``log sum_i exp(t[i])`` over the first axis of log-values, each entry shifted by its own maximum."""
+    m = t.max(axis=0)
+    m = np.where(m > -np.inf, m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(t - m).sum(axis=0)) + m
+
+
+def _lconv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise log-space convolution of ``a`` (n, m) and ``b`` (n, p): ``(n, m + p - 1)``.
+
+    ``out[r, k] = log sum_j exp(a[r, j] + b[r, k - j])``, every entry a log-sum-exp shifted by its own
+    largest term (exact relative to itself at any magnitude; ``-inf`` allowed).
+    """
+    if a.shape[1] < b.shape[1]:
+        a, b = b, a
+    m, p = a.shape[1], b.shape[1]
+    if p == 1:  # a single count: a shift of the log-values (the first child of every node)
+        return a + b
+    if p <= _SHORT:
+        t = np.full((p, a.shape[0], m + p - 1), -np.inf)
+        for i in range(p):
+            t[i, :, i : i + m] = a + b[:, i : i + 1]
+        return _lse0(t)
+    a, b = _as_kernel_rows(a), _as_kernel_rows(b)
+    return log_direct_rows(a, b, np.empty((a.shape[0], m + p - 1)), LOGCONV)
+
+
+def _lcorr(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+    """Row-wise log-space correlation ``out[r, j] = log sum_i exp(a[r, j + i] + b[r, i])``, ``j < width``.
+
+    ``a`` (n, m), ``b`` (n, p); entries ``a[r, j + i]`` beyond the row count as ``-inf``.
+    """
+    m, p = a.shape[1], b.shape[1]
+    if p <= _SHORT:
+        t = np.full((p, a.shape[0], width), -np.inf)
+        for i in range(min(p, m)):
+            w = min(width, m - i)
+            t[i, :, :w] = a[:, i : i + w] + b[:, i : i + 1]
+        return _lse0(t)
+    if m >= width + p - 1:  # every j sees all of b: try the certified linear correlation row by row
+        out = np.empty((a.shape[0], width))
+        for r in range(a.shape[0]):
+            row = _linear_corr(a[r], b[r], width)
+            if row is None:
+                break
+            out[r] = row
+        else:
+            return out
+    a, b = _as_kernel_rows(a), _as_kernel_rows(b)
+    return log_direct_rows(a, b, np.empty((a.shape[0], width)), LOGCORR)
+
+
+#: the spread of ``a``'s log-values up to which :func:`_linear_corr` may drop ``b``'s small entries
+_FLAT = 300.0
+
+
+def _linear_corr(a: np.ndarray, b: np.ndarray, width: int):
+    """``log sum_i exp(a[j + i] + b[i])`` for ``j < width`` by a linear-space direct correlation, or None.
+
+    Valid (and used) only when every ``j`` sees every ``b[i]`` (``len(a) >= width + len(b) - 1``) and ``a``
+    is finite and flat: ``spread = max(a) - min(a) <= _FLAT`` (the outside messages are, as flat as the
+    count potential is). Then every output entry is at least ``exp(max(a) - spread + max(b))``; the
+    entries of ``b`` more than ``cut = 700 - spread`` below its maximum add at most
+    ``len(b) exp(2 spread - 700) < 2**-60`` of it and are dropped, and every product kept is at least
+    ``exp(-700)`` of ``exp(max(a) + max(b))``: no underflow, and NumPy's direct correlation of
+    non-negative vectors is accurate relative to every entry.
+    """
+    am, amin = a.max(), a.min()
+    spread = am - amin
+    bm = b.max()
+    if not (amin > -np.inf and bm > -np.inf and 2 * spread + np.log(b.shape[0]) <= 658.0 and spread <= _FLAT):
+        return None
+    with np.errstate(under="ignore"):
+        eb = np.exp(b - bm)
+    eb[b < bm - (700.0 - spread)] = 0.0
+    full = np.correlate(np.exp(a - am), eb, mode="valid")[:width]
+    return np.log(full) + (am + bm)
+
+
+def _mix(psi: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``out[s] = log sum_{s'} exp(psi[s, s'] + m[s'])`` for log-values ``psi`` (2, 2) and ``m`` (2, W)."""
+    return _lse0(psi.T[:, :, None] + m[:, None, :])
 
 
 class _UpPass:
-    """The upward pass of a model (subtree messages, prefix products, count belief), memoized."""
+    """The upward pass of a model in log space (subtree messages, prefix convolutions, count belief), memoized.
 
-    __slots__ = ("tilt", "wleaf", "M", "S", "G", "pref", "size", "comp", "comp_prefix", "logz", "count", "flog")
+    ``M[v]`` (2, size_v + 1) and ``G[c]`` (2, size_c + 1) are log-values with maximum 0 plus a log
+    scale (``S[v]``, ``G[c][1]``); ``pref[v][i]`` is the log convolution of the first ``i`` children's
+    ``G`` (2, ...) with its scale; ``comp[i]`` (size_r + 1,) the log count message of component ``i``
+    and ``comp_prefix[i]`` the log convolution of the components before it; ``count`` (D + 1,) the
+    count marginals.
+    """
+
+    __slots__ = ("wleaf", "M", "S", "G", "pref", "size", "comp", "comp_prefix", "logz", "count")
 
 
 class TreeCardinalityModel:
@@ -103,7 +206,8 @@ class TreeCardinalityModel:
     Notes
     -----
     A model is immutable; its upward pass is computed on first use and memoized in a private
-    attribute (never stale, since nothing can change).
+    attribute (never stale, since nothing can change). All passes run in log space, so the results
+    are exact to rounding for any finite scores up to :data:`MAX_SCORE`, however far apart.
 
     Examples
     --------
@@ -189,14 +293,13 @@ class TreeCardinalityModel:
         u = _UpPass()
         n = self._n
         theta = self._unary
-        finite = np.isfinite(theta)
-        # global shift keeps extreme theta from underflowing: theta - t with f(k) + t k
-        tilt = u.tilt = float(np.median(theta[finite])) if finite.any() else 0.0
+        # log weights of y_v = 0 and y_v = 1 (±inf clamp)
         w_leaf = np.zeros((n, 2))
-        w_leaf[:, 1] = np.where(finite, theta - tilt, np.where(np.isposinf(theta), 0.0, -np.inf))
+        w_leaf[:, 1] = theta
         w_leaf[np.isposinf(theta), 0] = -np.inf
+        w_leaf[np.isposinf(theta), 1] = 0.0
         u.wleaf = w_leaf
-        M = [None] * n  # (2, size + 1) normalized, plus scale
+        M = [None] * n  # (2, size + 1) log, maximum 0, plus scale S
         S = np.zeros(n)
         G = [None] * n
         pref: list = [None] * n
@@ -204,51 +307,36 @@ class TreeCardinalityModel:
         for v in reversed(self._order):
             kids = self._children[v]
             size[v] = 1 + sum(int(size[c]) for c in kids)
-            # prefix products of the children's G for each parent state
-            acc = [np.ones(1), np.ones(1)]
+            # prefix convolutions of the children's G, both parent states at once
+            acc = np.zeros((2, 1))
             sc = 0.0
-            prefixes = [(acc[0], acc[1], 0.0)]
+            prefixes = [(acc, 0.0)]
             for c in kids:
-                psi = np.exp(self._psi[c] - self._psi[c].max()) if np.isfinite(self._psi[c].max()) else None
-                if psi is None:
-                    raise ZeroPartitionError(NO_CONFIGURATION + ".")
-                g = psi @ M[c]  # g[s] = sum_s' psi[s, s'] M_c[s']
-                G[c] = (g, S[c] + self._psi[c].max())
-                acc = [np.convolve(acc[s], g[s]) for s in range(2)]
-                m = max(acc[0].max(), acc[1].max())
-                if not m > 0:
-                    raise ZeroPartitionError(NO_CONFIGURATION + ".")
-                acc = [a / m for a in acc]
-                sc += np.log(m) + G[c][1]
-                prefixes.append((acc[0], acc[1], sc))
+                g, gs = _lnorm(_mix(self._psi[c], M[c]))  # g[s] = log sum_s' exp(psi[s, s'] + M_c[s'])
+                G[c] = (g, S[c] + gs)
+                acc, m = _lnorm(_lconv(acc, g))
+                sc += m + G[c][1]
+                prefixes.append((acc, sc))
             pref[v] = prefixes
-            out = np.zeros((2, size[v] + 1))
-            lw = w_leaf[v]
-            mw = lw.max()
-            ew = np.exp(lw - mw)
-            out[0, : size[v]] = ew[0] * acc[0]
-            out[1, 1:] = ew[1] * acc[1]
-            M[v], s2 = _norm(out)
-            S[v] = sc + mw + s2
+            out = np.full((2, size[v] + 1), -np.inf)
+            out[0, : size[v]] = w_leaf[v, 0] + acc[0]
+            out[1, 1:] = w_leaf[v, 1] + acc[1]
+            M[v], s2 = _lnorm(out)
+            S[v] = sc + s2
         # merge the components at a virtual root
-        comp = [M[r].sum(axis=0) for r in self._roots]
-        cp = [(np.ones(1), 0.0)]
+        comp = [np.logaddexp(M[r][0], M[r][1]) for r in self._roots]
+        cp = [(np.zeros(1), 0.0)]
         for r, a in zip(self._roots, comp):
-            x, s = _norm(np.convolve(cp[-1][0], a))
+            x, s = _lnorm(_lconv(cp[-1][0][None, :], a[None, :])[0])
             cp.append((x, cp[-1][1] + S[r] + s))
         u.M, u.S, u.G, u.pref, u.size = M, S, G, pref, size
         u.comp, u.comp_prefix = comp, cp
-        ks = np.arange(n + 1)
-        with np.errstate(invalid="ignore"):
-            fl = self._count_potential + tilt * ks
         total, stot = cp[-1]
-        with np.errstate(divide="ignore"):
-            lb = np.log(total) + fl
+        lb = total + self._count_potential
         if not np.max(lb) > -np.inf:
             raise ZeroPartitionError(NO_CONFIGURATION + ".")
         u.count, lz = normalize_log(lb)
         u.logz = float(lz + stot)
-        u.flog = fl
         self._memo = u
         return u
 
@@ -257,7 +345,7 @@ class TreeCardinalityModel:
         return self._up().logz
 
     def marginals(self) -> CardinalityMarginals:
-        """Marginals, count marginals and ``log Z`` (outward pass, see the module docs).
+        """Marginals, count marginals and ``log Z`` (outward pass in log space, see the module docs).
 
         Returns
         -------
@@ -269,65 +357,43 @@ class TreeCardinalityModel:
         t0 = time.perf_counter()
         u = self._up()
         n = self._n
-        M, S, pref = u.M, u.S, u.pref
-        fl = u.flog
-        fmax = fl.max()
-        ef = np.exp(fl - fmax)
-        # suffix products over components to form "all components but r"
+        M, pref = u.M, u.pref
+        f = self._count_potential
+        # outside messages are only needed up to a scale (P(y_v = s) compares the two states of one
+        # message), so each is shifted to maximum 0 and its scale dropped
         roots = self._roots
-        suffix = [(np.ones(1), 0.0)]
-        for r, a in zip(reversed(roots), reversed(u.comp)):
-            x, s = _norm(np.convolve(suffix[-1][0], a))
-            suffix.append((x, suffix[-1][1] + S[r] + s))
+        suffix = [np.zeros(1)]  # suffix convolutions over components: "all components but r"
+        for a in reversed(u.comp):
+            suffix.append(_lnorm(_lconv(suffix[-1][None, :], a[None, :])[0])[0])
         suffix = suffix[::-1]
-        O = [None] * n  # (2, size + 1) normalized, plus scale
-        OS = np.zeros(n)
+        O = [None] * n  # (2, size + 1) log, maximum 0
         for i, r in enumerate(roots):
-            others = np.convolve(u.comp_prefix[i][0], suffix[i + 1][0])
-            so = u.comp_prefix[i][1] + suffix[i + 1][1]
-            o = _corr(ef, others, u.size[r] + 1)
-            O[r], s2 = _norm(np.vstack([o, o]))
-            OS[r] = so + fmax + s2
-        lm1 = np.empty(n)
-        lm0 = np.empty(n)
+            others = _lconv(u.comp_prefix[i][0][None, :], suffix[i + 1][None, :])
+            o = _lcorr(f[None, :], others, int(u.size[r]) + 1)[0]
+            O[r] = _shift(np.vstack([o, o]))
+        lm = np.empty((n, 2))
         for v in self._order:
             kids = self._children[v]
-            # masses of y_v
-            with np.errstate(divide="ignore"):
-                mass = np.log(np.sum(M[v] * O[v], axis=1)) + S[v] + OS[v]
-            lm0[v], lm1[v] = mass
+            lm[v] = _logsumexp_rows(M[v] + O[v])  # log masses of y_v = 0, 1 (up to a common scale)
             if not kids:
                 continue
             lw = u.wleaf[v]
-            mw = lw.max()
-            ew = np.exp(lw - mw)
-            # suffix products of the children's G, per parent state
-            suf = [(np.ones(1), np.ones(1), 0.0)]
+            # suffix convolutions of the children's G, both parent states at once
+            suf = [np.zeros((2, 1))]
             for c in reversed(kids):
-                g, gs = u.G[c]
-                a0, a1 = np.convolve(suf[-1][0], g[0]), np.convolve(suf[-1][1], g[1])
-                m = max(a0.max(), a1.max())
-                suf.append((a0 / m, a1 / m, suf[-1][2] + gs + np.log(m)))
+                suf.append(_lnorm(_lconv(suf[-1], u.G[c][0]))[0])
             suf = suf[::-1]
             for i, c in enumerate(kids):
-                p0, p1, ps = pref[v][i]
-                q0, q1, qs = suf[i + 1]
-                rest = [np.convolve(p0, q0), np.convolve(p1, q1)]
+                rest = _lconv(pref[v][i][0], suf[i + 1])
                 # R_v\c[s]: own weight, shift by s
-                r0 = ew[0] * rest[0]
-                r1 = np.concatenate([[0.0], ew[1] * rest[1]])
-                width = int(u.size[c]) + 1
-                h0 = _corr(O[v][0], r0, width)
-                h1 = _corr(O[v][1], r1, width)
-                psi = self._psi[c]
-                pm = psi.max()
-                e = np.exp(psi - pm)
-                oc = np.vstack([e[0, 0] * h0 + e[1, 0] * h1, e[0, 1] * h0 + e[1, 1] * h1])
-                O[c], s2 = _norm(oc) if oc.max() > 0 else (oc, 0.0)
-                OS[c] = OS[v] + ps + qs + mw + pm + s2
+                r = np.full((2, rest.shape[1] + 1), -np.inf)
+                r[0, :-1] = lw[0] + rest[0]
+                r[1, 1:] = lw[1] + rest[1]
+                h = _lcorr(O[v], r, int(u.size[c]) + 1)
+                O[c] = _shift(_mix(self._psi[c].T, h))  # O_c[s'] = log sum_s exp(psi[s, s'] + h[s])
         with np.errstate(invalid="ignore"):
-            log_odds = lm1 - lm0
-        log_odds[np.isneginf(lm1)] = -np.inf
+            log_odds = lm[:, 1] - lm[:, 0]
+        log_odds[np.isneginf(lm[:, 1])] = -np.inf
         return exact_result(log_odds, u.count, u.logz, t0, "tree_cardinality")
 
     def score(self, y) -> float:
@@ -413,6 +479,10 @@ class TreeCardinalityModel:
     def sample(self, *, size: int = 1, rng=None) -> np.ndarray:
         """Exact joint samples, vectorized over samples (one Python step per node).
 
+        Each conditional (the total count, its split among components, a root's state, a child's
+        state and count given its parent's) is drawn from its log weights shifted by their own
+        maximum, so it is exact however far apart the scores are.
+
         Parameters
         ----------
         size : int
@@ -436,42 +506,22 @@ class TreeCardinalityModel:
         k_node = np.zeros((n, size), dtype=np.int64)
         # split the total among components, last component first
         remaining = total.copy()
+        first = np.zeros(size, dtype=np.int64)
         for i in range(len(self._roots) - 1, -1, -1):
             r = self._roots[i]
-            a = u.comp[i]
-            prev = u.comp_prefix[i][0]
-            j = np.arange(a.shape[0])
-            idx = remaining[:, None] - j[None, :]
-            ok = (idx >= 0) & (idx < prev.shape[0])
-            w = np.where(ok, a[None, :] * prev[np.clip(idx, 0, prev.shape[0] - 1)], 0.0)
-            k_node[r] = _draw(w, rng)
+            _, k_node[r] = _draw_split(rng, remaining, u.comp[i][None, :], None, u.comp_prefix[i][0][None, :], first)
             remaining = remaining - k_node[r]
         state = np.zeros((n, size), dtype=np.int64)
         for r in self._roots:
-            w = u.M[r][:, k_node[r]].T  # (size, 2)
-            state[r] = _draw(w, rng)
+            state[r] = _draw_log(u.M[r][:, k_node[r]].T, rng)  # (size, 2)
         for v in self._order:
             kids = self._children[v]
             s = state[v]
             rem = k_node[v] - s  # count left for the children
             for i in range(len(kids) - 1, -1, -1):
                 c = kids[i]
-                p0, p1, _ = u.pref[v][i]
-                psi = np.exp(self._psi[c] - self._psi[c].max())
-                mc = u.M[c]
-                width = mc.shape[1]
-                j = np.arange(width)
-                idx = rem[:, None] - j[None, :]
-                ok = (idx >= 0) & (idx < p0.shape[0])
-                pv = np.where(
-                    s[:, None] == 1, p1[np.clip(idx, 0, p0.shape[0] - 1)], p0[np.clip(idx, 0, p0.shape[0] - 1)]
-                )
-                pv = np.where(ok, pv, 0.0)
-                w0 = psi[s, 0][:, None] * mc[0][None, :] * pv
-                w1 = psi[s, 1][:, None] * mc[1][None, :] * pv
-                pick = _draw(np.hstack([w0, w1]), rng)
-                state[c] = pick // width
-                k_node[c] = pick % width
+                # (state, count) of c given the count left for children 0..i, in log space
+                state[c], k_node[c] = _draw_split(rng, rem, u.M[c], self._psi[c][s], u.pref[v][i][0], s)
                 rem = rem - k_node[c]
         out[:] = state.T.astype(np.uint8)
         return out
@@ -491,8 +541,66 @@ def _best_split(a: np.ndarray, prev: np.ndarray, rem: int) -> int:
     return int(np.argmax(vals))
 
 
-def _draw(w: np.ndarray, rng) -> np.ndarray:
-    """One categorical draw per row of non-negative weights ``w`` (rows need not be normalized)."""
+def _shift(x: np.ndarray) -> np.ndarray:
+    """Log-values ``x`` shifted to maximum 0 (left as they are when every entry is ``-inf``)."""
+    m = x.max()
+    return x - m if m > -np.inf else x
+
+
+def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """``log sum_k exp(x[r, k])`` per row of log-values whose overall maximum is finite and at most ~0."""
+    m = x.max()
+    m = m if m > -np.inf else 0.0
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(x - m).sum(axis=1)) + m
+
+
+def _draw_log(lw: np.ndarray, rng) -> np.ndarray:
+    """One categorical draw per row of log weights ``lw`` (S, W); every row has a finite entry.
+
+    Each row is shifted by its own maximum before ``exp``, so an entry is lost only if it is below
+    ~e^-745 of its row's largest, i.e. if its probability is zero in float64.
+    """
+    m = lw.max(axis=1, keepdims=True)
+    w = np.exp(lw - np.where(m > -np.inf, m, 0.0))
     cdf = np.cumsum(w, axis=1)
-    u = rng.random(w.shape[0]) * cdf[:, -1]
-    return (cdf <= u[:, None]).sum(axis=1)
+    x = rng.random(w.shape[0]) * cdf[:, -1]
+    pick = (cdf <= x[:, None]).sum(axis=1)
+    # ``x`` can round up to the row's total: fall back to the last entry of positive weight
+    last = w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1)
+    return np.minimum(pick, last)
+
+
+def _draw_split(rng, rem: np.ndarray, a: np.ndarray, extra, p: np.ndarray, psel: np.ndarray):
+    """Draw ``(row, j)`` per sample ``t`` with log weight ``extra[t, row] + a[row, j] + p[psel[t], rem[t] - j]``.
+
+    Parameters
+    ----------
+    rem : ndarray of shape (S,), int
+        The count to split per sample.
+    a : ndarray of shape (R, W)
+        Log weights of the part drawn (rows: its state), common to all samples.
+    extra : ndarray of shape (S, R) or None
+        Per-sample log weights of the rows.
+    p : ndarray of shape (Q, L)
+        Log weights of the rest's count; sample ``t`` uses row ``psel[t]``.
+
+    Returns
+    -------
+    row, j : ndarray of shape (S,), int
+        Only the ``min(W, L)`` values of ``j`` with ``0 <= rem - j < L`` can have positive weight, so only
+        those are looked at (a path costs O(D) per node, not O(D^2)).
+    """
+    r_, w_ = a.shape
+    lp = p.shape[1]
+    width = min(w_, lp)
+    j0 = np.maximum(rem - lp + 1, 0)
+    j = j0[:, None] + np.arange(width)[None, :]  # (S, width)
+    ok = j <= np.minimum(rem, w_ - 1)[:, None]
+    pj = p[psel[:, None], np.clip(rem[:, None] - j, 0, lp - 1)]  # (S, width)
+    lw = a[:, np.clip(j, 0, w_ - 1)].transpose(1, 0, 2) + pj[:, None, :]  # (S, R, width)
+    if extra is not None:
+        lw = lw + extra[:, :, None]
+    lw = np.where(ok[:, None, :], lw, -np.inf).reshape(rem.shape[0], r_ * width)
+    pick = _draw_log(lw, rng)
+    return pick // width, j0 + pick % width
