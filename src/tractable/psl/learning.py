@@ -70,6 +70,7 @@ from .._results import (
     warn_stopped,
 )
 from .._validate import check_rng, resolve_method
+from .model import ADMM_DEFAULTS
 
 __all__ = ["LEARNERS", "LearnResult", "learn", "rule_text_with_weight"]
 
@@ -492,6 +493,8 @@ class _Problem:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             opts = dict(self.solve_options)
+            if opts.get("method", "admm") == "admm":
+                opts = {**ADMM_DEFAULTS, **opts}
             if opts.get("method", "admm") == "admm" and self.warm_start:
                 # the previous inference of this kind: consensus, local copies, multipliers and rho
                 opts["keep_state"] = True
