@@ -228,7 +228,7 @@ def test_infeasible_constraints_raise_zero_partition():
         ({"damping": 1.0}, "`damping` must be in [0, 1); got 1.0."),
         ({"damping": -0.1}, "`damping`"),
         ({"kind": "mean"}, "`kind` must be one of 'sum', 'max'; got 'mean'."),
-        ({"schedule": "random"}, "`schedule` must be one of 'parallel', 'sequential'; got 'random'."),
+        ({"schedule": "random"}, "`schedule` must be one of 'parallel', 'sequential', 'blocks'; got 'random'."),
         ({"max_iter": 0}, "`max_iter`"),
     ],
 )

@@ -678,3 +678,175 @@ def table_general(
                     new_p[e, y] = np.exp(q[y])
                     residual = max(residual, abs(new_p[e, y] - nu_p[e, y]))
     return residual, flags
+
+
+# --------------------------------------------------------------------------- the blocks schedule: pairwise forests
+@njit(error_model="numpy")
+def forest_messages(parent, var, edge, psi, texp, hfin, hninf, nu, nu_p, new, new_p, is_max, damping, work):
+    """Every message of a forest of pairwise factors given its variables' evidence, in one two-pass sweep.
+
+    One iteration of loopy BP's ``"blocks"`` schedule for all its trees at once: the forest's nodes are
+    variables, its edges pairwise factors. Nodes ``0 .. N-1`` are numbered parents first; node ``c`` is variable
+    ``var[c]``, and a non-root's parent factor has log table ``psi[c]`` (K, K) as ``[y_parent, y_c]`` (``-inf``
+    past either cardinality) and ``psi[N + c]`` as ``[y_c, y_parent]``, ``texp`` their exponentials scaled to
+    maximum 1, edge ``edge[c]`` to the parent's variable and ``edge[N + c]`` to ``c``'s. The evidence of
+    variable ``v`` is ``hfin[v]`` with ``hninf[v]`` ``-inf`` terms (:func:`var_beliefs` of its prior and its
+    messages from the factors outside the forest).
+
+    The upward pass (children first) sends each node's evidence plus its children's messages through its
+    parent factor, the downward pass the parent's evidence plus its own parent's message plus its other
+    children's (a cavity of finite sums and ``-inf`` counts, as :func:`tree_sum_product` keeps them): ``q[i] =
+    OP_j table[i, j] + x[j]``, OP the maximum (``is_max``) or log-sum-exp. These are the exact BP messages of
+    the forest given the evidence, the converged messages of its factors with the rest held fixed.
+    Max-product shifts each to maximum 0. Sum-product runs on probabilities, as :func:`table_pairs` does:
+    weights ``w = exp(x - max x)``, ``s = texp w``, probabilities ``s / sum s`` and the log message ``log(s /
+    max s)`` (up to a constant): ``k - 1`` exponentials and ``k - 1`` logarithms instead of ``k^2`` and ``k +
+    1``; a message with an entry below ``_TINY`` (where an underflow could matter, or a forbidden state) is
+    recomputed in log space.
+
+    After the sweep every message is written to ``new`` damped against the current ``nu`` / ``nu_p`` as the
+    engine damps (in probability space), max-product shifted back to maximum 0, sum-product stored up to a
+    constant (``log(p / max p)``, as :func:`table_pairs` stores its messages) with its probabilities in
+    ``new_p``; the sweep itself runs on the undamped messages, kept in ``work`` (float64 scratch of shape (6 N
+    + 1, K)). No helper function is called: an array passed to one costs reference counting per call, which
+    here cost more than the messages.
+
+    Returns ``(ok, the largest |new_p - nu_p|)`` (max-product: 0; the engine computes ``new_p`` and the residual
+    of all rows at once), ``ok`` False when a message forbids every state (no configuration of positive mass).
+    """
+    n = parent.shape[0]
+    k = psi.shape[1]
+    # rows of work: [0, n) finite part of the children's messages, [n, 2n) their -inf counts, [2n, 4n) the
+    # messages (to the parent, then from it), [4n, 6n) their probabilities (sum-product), 6n the node's
+    # evidence (upward) or its parent's cavity (downward)
+    NI = n
+    MSG = 2 * n
+    PR = 4 * n
+    CAV = 6 * n
+    for r in range(2 * n):
+        for a in range(k):
+            work[r, a] = 0.0
+    for step in range(2 * n):
+        if step < n:  # upward, children first
+            c = n - 1 - step
+            p = parent[c]
+            if p < 0:
+                continue
+            v = var[c]
+            for b in range(k):
+                work[CAV, b] = _NINF if hninf[v, b] + work[NI + c, b] > 0.0 else hfin[v, b] + work[c, b]
+            r = c
+        else:  # downward, parents first: the parent's cavity without this child's message
+            c = step - n
+            p = parent[c]
+            if p < 0:
+                for a in range(k):
+                    work[MSG + n + c, a] = 0.0
+                continue
+            vp = var[p]
+            for a in range(k):
+                u = work[MSG + c, a]
+                own = 1.0 if u == _NINF else 0.0
+                if hninf[vp, a] + work[NI + p, a] - own > 0.0:
+                    work[CAV, a] = _NINF
+                else:
+                    work[CAV, a] = hfin[vp, a] + work[p, a] - (0.0 if own else u) + work[MSG + n + p, a]
+            r = n + c
+        # the message q[i] = OP_j psi[r, i, j] + work[CAV, j] into row MSG + r (probabilities: PR + r)
+        top = _NINF
+        for j in range(k):
+            top = max(top, work[CAV, j])
+        if top == _NINF:
+            return False, 0.0
+        fast = not is_max
+        if fast:
+            for j in range(k):
+                x = work[CAV, j]
+                work[PR + r, j] = 1.0 if x == top else np.exp(x - top)  # w, overwritten below
+            total = 0.0
+            smax = 0.0
+            imax = 0
+            for i in range(k):
+                s = 0.0
+                for j in range(k):
+                    s += texp[r, i, j] * work[PR + r, j]
+                work[MSG + r, i] = s
+                total += s
+                fast = fast and s >= _TINY
+                if s > smax:
+                    smax = s
+                    imax = i
+            if fast:
+                for i in range(k):
+                    s = work[MSG + r, i]
+                    work[PR + r, i] = s / total
+                    work[MSG + r, i] = 0.0 if i == imax else np.log(s / smax)
+        if not fast:  # max-product, and sum-product near an underflow: in log space
+            top = _NINF
+            for i in range(k):
+                m = _NINF
+                for j in range(k):
+                    m = max(m, psi[r, i, j] + work[CAV, j])
+                if not is_max and m != _NINF:
+                    s = 0.0
+                    for j in range(k):
+                        s += np.exp(psi[r, i, j] + work[CAV, j] - m)
+                    m += np.log(s)
+                work[MSG + r, i] = m
+                top = max(top, m)
+            if top == _NINF:
+                return False, 0.0
+            if not is_max:
+                s = 0.0
+                for i in range(k):
+                    s += np.exp(work[MSG + r, i] - top)
+                top += np.log(s)
+            for i in range(k):
+                work[MSG + r, i] -= top
+                if not is_max:
+                    work[PR + r, i] = np.exp(work[MSG + r, i])
+        if step < n:
+            for a in range(k):
+                u = work[MSG + c, a]
+                if u == _NINF:
+                    work[NI + p, a] += 1.0
+                else:
+                    work[p, a] += u
+    # the messages out, damped
+    lkeep = np.log(damping) if damping > 0.0 else _NINF
+    lnew = np.log1p(-damping)
+    residual = 0.0
+    for r in range(2 * n):
+        if parent[r % n] < 0:
+            continue
+        e = edge[r]
+        if is_max:
+            if damping == 0.0:
+                for y in range(k):
+                    new[e, y] = work[MSG + r, y]
+                continue
+            top = _NINF
+            for y in range(k):
+                x = _logaddexp(lnew + work[MSG + r, y], lkeep + nu[e, y])
+                new[e, y] = x
+                top = max(top, x)
+            for y in range(k):
+                new[e, y] -= top
+            continue
+        if damping == 0.0:
+            for y in range(k):
+                q = work[PR + r, y]
+                new[e, y] = work[MSG + r, y]
+                new_p[e, y] = q
+                residual = max(residual, abs(q - nu_p[e, y]))
+            continue
+        top = 0.0
+        for y in range(k):
+            q = (1.0 - damping) * work[PR + r, y] + damping * nu_p[e, y]
+            new_p[e, y] = q
+            top = max(top, q)
+            residual = max(residual, abs(q - nu_p[e, y]))
+        for y in range(k):
+            q = new_p[e, y]
+            new[e, y] = 0.0 if q == top else (np.log(q / top) if q > 0.0 else _NINF)
+    return True, residual

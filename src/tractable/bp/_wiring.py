@@ -8,6 +8,7 @@ import numpy as np
 
 from ..factorgraph import FactorGraph, TableFactor
 from . import _kernels
+from ._blocks import spanning_forest
 from ._registry import handler_for
 
 __all__ = ["ScorePlan", "Wiring", "Workspace", "compile_graph", "score_plan"]
@@ -65,6 +66,11 @@ class Wiring:
         their variables (int64 arrays).
     score : ScorePlan
         The graph's scoring plan (its original tables, before any shift).
+    blocks : tuple of (int, ndarray of shape (F, K, K)) or None
+        With ``compile_graph(..., blocks=True)``, the spanning forest of pairwise table factors of the
+        ``"blocks"`` schedule: the index in ``groups`` of its group (its ``F`` factors in factor order, edge ids
+        ``groups[i][2].reshape(F, 2)`` in the order of their tables' axes) and their (shifted) log tables
+        padded with ``-inf`` to ``K x K``; None otherwise or when the graph has no pairwise table factor.
     """
 
     cardinalities: np.ndarray
@@ -79,6 +85,7 @@ class Wiring:
     groups: tuple
     unary: tuple
     score: ScorePlan
+    blocks: tuple | None = None
 
 
 #: table factors with a finite entry larger in magnitude than this are shifted (see :func:`compile_graph`)
@@ -160,7 +167,30 @@ def score_plan(fg: FactorGraph) -> ScorePlan:
     return _plan(fg, factors, stacks, types, others + empty)
 
 
-def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
+def _forest_mask(stacks: dict, factors, types: set, n: int, table_handler, handler_of) -> np.ndarray:
+    """Which factors the ``"blocks"`` schedule's spanning forest takes (bool, one per factor): the table factors
+    over two variables whose handler is the plain tables' one, greedily in factor order
+    (:func:`~tractable.bp._blocks.spanning_forest`)."""
+    pos, var = [], []
+    for shape, (p, _, variables) in stacks.items():
+        if len(shape) != 2:
+            continue
+        if not types <= {TableFactor}:  # a subclass with messages of its own stays an ordinary factor
+            ok = np.fromiter((handler_of(type(factors[i])) is table_handler for i in p.tolist()), bool, p.shape[0])
+            p, variables = p[ok], variables[ok]
+        pos.append(p)
+        var.append(variables)
+    mask = np.zeros(len(factors), dtype=bool)
+    if not pos:
+        return mask
+    pos, var = np.concatenate(pos), np.concatenate(var)
+    order = np.argsort(pos, kind="stable")
+    pos, var = pos[order], var[order]
+    mask[pos[spanning_forest(var[:, 0], var[:, 1], n)]] = True
+    return mask
+
+
+def compile_graph(fg: FactorGraph, *, per_factor: bool = False, blocks: bool = False) -> Wiring:
     """Compile ``fg`` (already validated by its construction) into a :class:`Wiring`.
 
     A :class:`~tractable.TableFactor` with finite log-potentials larger in magnitude than
@@ -171,6 +201,10 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
     Table factors are handled a shape at a time (one stack of their tables per shape, one Python pass over
     the factors in all); edges are numbered in the order of ``fg.factors``, skipping the single-variable
     tables (folded into ``prior``).
+
+    With ``blocks`` (the ``"blocks"`` schedule; not with ``per_factor``), the pairwise table factors of a greedy
+    spanning forest (:func:`_forest_mask`) form a group of their own, the last one, described by
+    :attr:`Wiring.blocks`.
     """
     card = np.asarray(fg.cardinalities, dtype=np.int64)
     n = card.shape[0]
@@ -221,14 +255,29 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
             cache[cls] = handler_for(cls)
         return cache[cls]
 
+    def with_shifts(pos: np.ndarray) -> list:
+        facs = [factors[p] for p in pos.tolist()]
+        for r in np.flatnonzero(np.isin(pos, list(shifted))).tolist():  # a plain TableFactor, as before
+            facs[r] = TableFactor._trusted(np.asarray(facs[r].variables, dtype=np.int64), shifted[int(pos[r])])
+        return facs
+
+    in_forest = None
+    forest_parts = []  # (positions, edge-id rows) of the spanning forest's factors, by shape
+    if blocks and not per_factor:
+        table_handler = handler_of(TableFactor)
+        in_forest = _forest_mask(stacks, factors, types, n, table_handler, handler_of)
     for shape, (pos, _, variables) in stacks.items():
         if len(shape) < 2:
             continue
         eids = start[pos][:, None] + np.arange(len(shape))[None, :]
         ev[eids] = variables
-        facs = [factors[p] for p in pos.tolist()]
-        for r in np.flatnonzero(np.isin(pos, list(shifted))).tolist():  # a plain TableFactor, as before
-            facs[r] = TableFactor._trusted(np.asarray(facs[r].variables, dtype=np.int64), shifted[int(pos[r])])
+        if in_forest is not None and len(shape) == 2 and in_forest[pos].any():
+            tree_rows = in_forest[pos]
+            forest_parts.append((pos[tree_rows], eids[tree_rows]))
+            pos, eids = pos[~tree_rows], eids[~tree_rows]
+            if not pos.size:
+                continue
+        facs = with_shifts(pos)
         kinds = [type(f) for f in facs]
         if len(set(kinds)) == 1:  # the common case: one type, one handler for the whole shape
             chunks.setdefault(handler_of(kinds[0]), []).append((pos, facs, list(eids)))
@@ -260,6 +309,21 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
             for h in handlers
             for pos, facs, rows in [by_handler[h]]
         )
+    forest = None
+    if forest_parts:
+        pos = np.concatenate([p for p, _ in forest_parts])
+        rows = np.concatenate([e for _, e in forest_parts])
+        order = np.argsort(pos, kind="stable")
+        pos, rows = pos[order], rows[order]
+        facs = with_shifts(pos)
+        padded = np.full((pos.shape[0], width, width), -np.inf)
+        for shape in dict.fromkeys(f.log_table.shape for f in facs):  # one assignment per table shape
+            same = np.flatnonzero([f.log_table.shape == shape for f in facs])
+            stack = np.concatenate([facs[i].log_table for i in same.tolist()]).reshape(same.shape[0], *shape)
+            padded[same, : shape[0], : shape[1]] = stack
+        compiled = table_handler.compile(facs, list(rows), card)
+        groups += ((table_handler, compiled, rows.reshape(-1), tuple(pos.tolist())),)
+        forest = (len(groups) - 1, padded)
     edge_card = card[ev]
     pad = states[None, :] >= edge_card[:, None]
     var_edges = np.argsort(ev, kind="stable").astype(np.int64)
@@ -271,7 +335,7 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False) -> Wiring:
     )
     for arr in (card, prior, ev, edge_card, pad, var_ptr, var_edges, *unary):
         arr.flags.writeable = False
-    return Wiring(card, width, prior, constant, ev, edge_card, pad, var_ptr, var_edges, groups, unary, plan)
+    return Wiring(card, width, prior, constant, ev, edge_card, pad, var_ptr, var_edges, groups, unary, plan, forest)
 
 
 def _private(a: np.ndarray, dtype) -> np.ndarray:
