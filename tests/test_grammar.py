@@ -147,10 +147,12 @@ def _clique_call(name):
 
 _IO_FUNCTIONS = (
     "read_evidence",
+    "read_factor_graph",
     "read_map",
     "read_mar",
     "read_uai",
     "write_evidence",
+    "write_factor_graph",
     "write_map",
     "write_mar",
     "write_mmp",
@@ -172,15 +174,18 @@ def _io_call(name):
             d = Path(tmp)
             fg = _tiny_graph()
             io.write_uai(d / "m.uai", fg)
+            io.write_factor_graph(d / "m.json", fg)
             io.write_evidence(d / "m.evid", {2: 1})
             io.write_map(d / "m.MAP", [0, 1, 0])
             io.write_mar(d / "m.MAR", np.full((3, 2), 0.5))
             args = {
                 "read_evidence": (d / "m.evid",),
+                "read_factor_graph": (d / "m.json",),
                 "read_map": (d / "m.MAP",),
                 "read_mar": (d / "m.MAR",),
                 "read_uai": (d / "m.uai",),
                 "write_evidence": (d / "e.evid", {0: 1}),
+                "write_factor_graph": (d / "w.json", fg),
                 "write_map": (stdio.StringIO(), [0, 1, 0]),
                 "write_mar": (stdio.StringIO(), np.full((3, 2), 0.5)),
                 "write_mmp": (stdio.StringIO(), [0, 1, 0], np.full((3, 2), 0.5)),

@@ -1019,6 +1019,7 @@ NO_ARRAYS = {
     "tractable.clique.Potts", "tractable.clique.SquareMakespan", "tractable.cardinality.CardinalityMarginals",
     "tractable.hlmrf.MPEResult", "tractable.io.from_pgmpy", "tractable.io.read_bif", "tractable.io.read_evidence",
     "tractable.io.read_map", "tractable.io.read_mar", "tractable.io.read_uai", "tractable.io.write_evidence",
+    "tractable.io.read_factor_graph", "tractable.io.write_factor_graph",
     "tractable.io.write_pr", "tractable.io.write_uai", "tractable.datasets.BipartiteMatching",
     "tractable.datasets.Inpainting", "tractable.datasets.load_yeast", "tractable.datasets.yeast_split",
     "tractable.datasets.opinion_diffusion", "tractable.crf.RelationalESSCRF", "tractable.crf.TreeCRF",

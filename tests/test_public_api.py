@@ -55,8 +55,8 @@ PUBLIC = {
         "consensus_certificate", "consensus_step", "split_terms",
     ],
     "tractable.io": [
-        "from_pgmpy", "read_bif", "read_evidence", "read_map", "read_mar", "read_uai", "write_evidence", "write_map",
-        "write_mar", "write_mmp", "write_pr", "write_uai",
+        "from_pgmpy", "read_bif", "read_evidence", "read_factor_graph", "read_map", "read_mar", "read_uai",
+        "write_evidence", "write_factor_graph", "write_map", "write_mar", "write_mmp", "write_pr", "write_uai",
     ],
     "tractable.datasets": [
         "BipartiteMatching", "CLIQUE_KINDS", "CONLL_TAGS", "CollectiveMAPResult", "Document", "Inpainting",

@@ -1,4 +1,8 @@
-"""``tractable solve``: inference on a UAI model file, result in the UAI output format.
+"""``tractable solve``: inference on a model file, result in the UAI output format.
+
+The model is a UAI file (table factors only) or a factor-graph file of :mod:`tractable.io.fgjson` (JSON,
+optionally gzipped: table, cardinality, recursive cardinality and clique factors), told apart by the name
+(``.json``, ``.json.gz``) or else by the first bytes (``{`` or the gzip magic).
 
 What runs is looked up in ``SOLVERS``, a table from ``(task, method)`` to the engine and the
 command-line options it uses: the exact methods of :mod:`tractable.exact` (``auto``, ``enumerate``,
@@ -18,6 +22,70 @@ import warnings
 __all__ = ["SOLVERS", "register"]
 
 _EXACT_METHODS = ("auto", "enumerate", "variable_elimination")
+
+
+def _is_factor_graph_file(path) -> bool:
+    """Whether ``path`` holds the JSON factor-graph format (else it is read as UAI): by its name, else by its
+    first bytes (``{`` after blanks, or a gzip stream that starts so). Unreadable files go to the UAI reader,
+    which reports them."""
+    import gzip
+    import zlib
+
+    if str(path).lower().endswith((".json", ".json.gz")):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+            fh.seek(0)
+            if head == b"\x1f\x8b":
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    head = gz.read(256)
+            else:
+                head = fh.read(256)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return head.lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] == b"{"
+
+
+def _read_model(path):
+    """The model of ``tractable solve``: :func:`~tractable.io.read_factor_graph` for a factor-graph file,
+    :func:`~tractable.io.read_uai` otherwise."""
+    from .._errors import ModelError
+    from ..io import read_factor_graph, read_uai
+    from . import NoSolution
+
+    if not _is_factor_graph_file(path):
+        return read_uai(path)
+    try:
+        return read_factor_graph(path)
+    except ModelError as err:  # a factor forbids everything; the message names the file already
+        raise NoSolution(str(err)) from err
+
+
+#: The largest dense table of a cardinality, recursive cardinality or clique factor (``Factor.to_table``),
+#: which the exact methods need.
+_DENSE_MAX = 2**24
+
+
+def _check_dense(fg, evidence, model) -> None:
+    """Name the first structured factor that the exact methods cannot expand into a table (after the evidence)."""
+    import math
+
+    from ..factorgraph import TableFactor
+
+    card = fg.cardinalities
+    for j, factor in enumerate(fg.factors):
+        if isinstance(factor, TableFactor):
+            continue
+        kept = [int(card[v]) for v in factor.variables if int(v) not in evidence]
+        size = math.prod(kept)
+        if size > _DENSE_MAX:
+            potential = f", potential {factor.potential!r}" if hasattr(factor, "potential") else ""
+            raise ValueError(
+                f"{model}: factor {j} (a {type(factor).__name__} over {len(factor.variables)} variables{potential}) "
+                f"has no dense table for the exact methods ({size:.3g} entries over its {len(kept)} unobserved "
+                "variables, more than 2**24); use --method lbp, which handles it directly."
+            )
 
 
 def _exact(fg, task, method, evidence, options, progress):
@@ -53,11 +121,16 @@ _OPTIONS = ("max_table_size", "max_iter", "tol", "damping", "epsilon", "max_swee
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "solve",
-        help="marginals (MAR), MAP, log partition function (PR) or max-marginal decisions (MMP) of a .uai model",
-        description="Solve a UAI-format model (exactly, by loopy BP with --method lbp, or by adaptive Gibbs "
-        "sampling for --task MMP) and print the result in the UAI output format.",
+        help="marginals (MAR), MAP, log partition function (PR) or max-marginal decisions (MMP) of a model file",
+        description="Solve a model (a UAI file, or a factor-graph file with cardinality and clique factors: "
+        ".json / .json.gz) exactly, by loopy BP with --method lbp, or by adaptive Gibbs sampling for --task MMP, "
+        "and print the result in the UAI output format.",
     )
-    p.add_argument("model", help="model file in the UAI format (MARKOV or BAYES)")
+    p.add_argument(
+        "model",
+        help="model file: UAI format (MARKOV or BAYES), or tractable's factor-graph JSON (.json, .json.gz; "
+        "every factor type, see docs/bp.md)",
+    )
     p.add_argument("--evid", metavar="FILE", help="evidence file (.evid)")
     p.add_argument(
         "--task",
@@ -141,15 +214,17 @@ def _solver(task: str, method: str, given: dict):
 
 
 def _run(args) -> int:
-    from ..io.uai import read_evidence, read_uai, write_map, write_mar, write_mmp, write_pr
+    from ..io.uai import read_evidence, write_map, write_mar, write_mmp, write_pr
     from ._files import atomic_output, check_output
 
     given = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k) is not None}
     run = _solver(args.task, args.method, given)
     if args.output is not None:
         check_output(args.output, "--output")
-    fg = read_uai(args.model)
+    fg = _read_model(args.model)
     evidence = read_evidence(args.evid, fg) if args.evid else {}
+    if run is _exact:
+        _check_dense(fg, evidence, args.model)
     with _warnings_as_notes():
         res = run(fg, args.task, args.method, evidence, given, sys.stderr.isatty())
     if args.task == "MAP":
