@@ -460,3 +460,15 @@ def test_graphs_without_conditional_tables_still_raise_the_table_limit():
     fg = grid_factor_graph(6, 6, rng=0)
     with pytest.raises(ValueError, match=re.escape("more than `max_table_size`=16")):
         variable_elimination(fg, max_table_size=16)
+
+
+def test_a_factor_over_no_variables_adds_its_constant():
+    # a zero-arity table (what write_uai emits for a graph's nonzero constant) was read back as shape (1,)
+    fg = FactorGraph([2, 2])
+    fg.add_factor(TableFactor([0, 1], [[0.0, 1.0], [2.0, 0.0]]))
+    fg.add_factor(TableFactor([], 1.5))
+    for method in METHODS:
+        assert tractable.exact.infer(fg, task="map", method=method).score == pytest.approx(3.5)
+        want = 1.5 + np.log(1 + np.e + np.e**2 + 1)
+        res = tractable.exact.infer(fg, task="marginals", method=method)
+        assert res.log_partition == pytest.approx(want, rel=1e-14)

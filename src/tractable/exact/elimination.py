@@ -263,7 +263,7 @@ def _buckets(factors, constant: float, order: list[int], linear: bool) -> tuple[
         table = np.ascontiguousarray(np.transpose(factor.to_table(), perm))
         f = _LogFactor(tuple(scope[i] for i in perm), table)
         if not f.scope:
-            scalars.append(float(table))
+            scalars.append(float(table.reshape(())))  # ascontiguousarray makes a 0-d table (1,)
             continue
         f.table, top = shifted_table(table)
         tops.append(top)
