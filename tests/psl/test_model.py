@@ -244,3 +244,29 @@ def test_reference_solver_and_options_of_the_configuration(tmp_path):
         m.infer(method="clarabel", max_iter=5)
     with pytest.raises(TypeError, match="`predictions` must be a dict"):
         m.evaluate([1, 2])
+
+
+def test_inference_balances_the_admm_step_by_default(tmp_path):
+    # psl.model.ADMM_DEFAULTS: residual balancing reaches the same certified optimum in far fewer iterations
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from tractable.psl.model import ADMM_DEFAULTS
+
+    spec = importlib.util.spec_from_file_location("_psl_corpus_generate", Path(__file__).parent / "_generate.py")
+    gen = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = gen
+        spec.loader.exec_module(gen)
+
+    assert ADMM_DEFAULTS["adaptive_rho"] is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = Model.from_json(gen.generate("knowledge-graph-identification", tmp_path, scale=1, rng=0), split="infer")
+        _, balanced = m.infer()
+        _, fixed = m.infer(adaptive_rho=False)  # the caller's options take precedence
+    assert balanced.converged and fixed.converged
+    assert balanced.n_iter < fixed.n_iter / 4  # 100 against 1,610 iterations
+    # both are certified within gap_tol (5e-4, relative) of the optimum
+    assert balanced.objective == pytest.approx(fixed.objective, rel=1e-3)
