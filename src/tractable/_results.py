@@ -14,12 +14,13 @@ Status vocabulary (``STATUSES``), grouped as cvxpy groups its solver statuses:
 ``"max_iter_reached"``    an iterative method used its iteration (round, sweep) budget
 ``"time_limit_reached"``  an iterative method used its ``time_limit``
 ``"infeasible"``          the problem has no feasible point / no configuration of positive mass
-``"error"``               an external solver failed
+``"error"``               an external solver failed, or an iterative one converged to an unusable point
 ========================  ==================================================================
 
 ``SOLUTION_STATUSES`` are those after which the answer can be used as it is; ``INACCURATE_STATUSES``
 come with ``converged=False`` and a :class:`ConvergenceWarning`; ``NO_SOLUTION_STATUSES`` come with
-NaN answers.
+NaN answers, or with the point the solver stopped at and a message saying why it is unusable (an
+infeasible ADMM point; a max-product labelling of score ``-inf``).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ class BPResult(Result):
         scaled to sum 1), read-only; ``None`` for factors whose beliefs are not materialized
         (cardinality factors, factors over no variable). On a tree, exact joint marginals.
     assignment : ndarray of shape (n,), int64
-        The most likely state of every variable under its belief (max-product: the MAP on a tree
-        without ties).
+        The most likely state of every variable under its belief. Max-product after converged messages
+        breaks ties consistently (``bp._decode``: tied variables clamped one per component, the schedule
+        rerun warm), so on a tree it is a MAP labelling, ties or not.
     score : float
         ``fg.score(assignment)`` (``-inf`` if the decoded states violate a hard constraint).
     task : str
@@ -40,7 +41,8 @@ class BPResult(Result):
         Largest change of a factor-to-variable message (as probabilities) in the last iteration.
     time, method, converged, n_iter, status, message
         As in every result: ``method`` is ``"loopy"``; ``status`` is ``"converged"``,
-        ``"max_iter_reached"`` or ``"time_limit_reached"``.
+        ``"max_iter_reached"``, ``"time_limit_reached"``, or ``"error"`` when max-product messages converged
+        but the decoded labelling still violates a hard constraint (score ``-inf``; the labelling is kept).
     """
 
     marginals: np.ndarray | tuple

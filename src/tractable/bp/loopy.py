@@ -6,7 +6,8 @@ prior plus all its other incoming messages, then asks every factor type's regist
 factor-to-variable messages: table factors in one compiled pass over the whole group (cavities,
 messages, normalization and damping; :meth:`TableMessages.update`), cardinality factors with all ``D``
 messages of a factor at once (convolution tree, chain or sorting). Sum-product gives marginal
-estimates and the Bethe estimate of ``log Z``; max-product gives max-marginals and a decoding. On a
+estimates and the Bethe estimate of ``log Z``; max-product gives max-marginals and a decoding, whose tied
+variables are clamped one component at a time and the messages rerun (:mod:`tractable.bp._decode`). On a
 tree-structured graph both are exact.
 
 The ``"blocks"`` schedule (:mod:`tractable.bp._blocks`) updates a spanning forest of the pairwise factors
@@ -33,6 +34,7 @@ from .._evidence import condition, full_assignment, full_factor_beliefs, full_ma
 from .._logspace import logsumexp
 from .._results import (
     CONVERGED,
+    ERROR,
     MAX_ITER_REACHED,
     TIME_LIMIT_REACHED,
     frozen_array,
@@ -42,7 +44,7 @@ from .._results import (
 )
 from .._validate import check_choice, check_int, check_positive, check_rng
 from ..factorgraph import FactorGraph
-from . import _blocks, _messages, _recursive  # noqa: F401  (_messages, _recursive: register the built-in factors)
+from . import _blocks, _decode, _messages, _recursive  # noqa: F401  (_messages, _recursive: register the built-in factors)
 from ._result import BPResult
 from ._wiring import ScorePlan, Wiring, Workspace, compile_graph, score_plan
 
@@ -253,13 +255,20 @@ def loopy(
         ``marginals`` ((n, k) array when all cardinalities equal: ``(n, 2)`` for binary models),
         ``log_partition`` (Bethe estimate; NaN for max-product), ``assignment`` and its ``score``,
         ``converged``, ``n_iter``, ``max_residual``, ``time``, ``status``, ``message``.
-        ``converged=False`` comes with a :class:`~tractable.ConvergenceWarning`.
+        ``converged=False`` comes with a :class:`~tractable.ConvergenceWarning`. For ``task="map"`` a
+        decoded labelling that a factor forbids (``score == -inf``) is never a success: a run whose
+        messages converged then reports ``status="error"`` and ``converged=False`` (with the warning; the
+        message says that the messages converged and the labelling violates a hard constraint); a run that
+        stopped short keeps its status and says so in its message too. ``n_iter`` counts the iterations
+        before decoding; the message counts the decoder's.
 
     Raises
     ------
     ZeroPartitionError
         The messages show that no configuration has non-zero probability (sum-product zeros are
-        sound: a state they forbid is forbidden in the model).
+        sound: a state they forbid is forbidden in the model; so are max-product's, and for ``task="map"``
+        this includes a tied variable each of whose states, clamped alone, leads the messages to forbid
+        every state of a variable).
     ValueError, TypeError
         Bad arguments; a factor type with no registered messages; a factor with no messages for the
         task (a ``CliqueFactor`` too large for exact sum-product), before the first iteration.
@@ -270,6 +279,18 @@ def loopy(
     (Yedidia, Freeman and Weiss 2005), with ``Z_f`` each factor's local partition function given its
     incoming messages (a cardinality factor's comes from the same chain or convolution tree as its
     messages). On a tree, one sweep of messages is exact and so is this estimate.
+
+    Max-product decoding (``task="map"``, every schedule alike, :mod:`tractable.bp._decode`): after the messages
+    converged, a variable whose best max-marginal states tie (within ``1e-6 + 10 * tol`` in log space) is not
+    decoded on its own, since independent argmaxes of tied variables can mix two optimal labellings into one a
+    factor forbids. One tied variable per connected component is clamped (as evidence) at its best state, the
+    messages rerun from where they are until they converge again, and so on until no free variable is tied;
+    ``marginals`` and ``factor_marginals`` stay the unclamped max-marginals. On a tree this is exact (a MAP
+    labelling). All reruns together take at most ``max_iter`` more iterations and stop at ``time_limit``; a rerun
+    that does not converge is undone and decoding stops there, reading the last converged beliefs; a clamp whose
+    messages forbid every state of some variable is undone and the variable's next state tried (when all fail
+    and nothing else was clamped, the model is infeasible: ``ZeroPartitionError``). Without ties nothing more
+    runs (one comparison per variable). A run that stopped short is decoded by the independent argmaxes.
 
     The blocks schedule fixes the same messages as the others: at convergence each block factor's message
     is its tree's sweep message given the current messages of every other factor, which is the BP update
@@ -307,11 +328,12 @@ def loopy(
     n_edges = wiring.edge_var.shape[0]
     nu = np.where(wiring.pad, -np.inf, 0.0) if n_edges else np.zeros((0, wiring.width))
     ws = Workspace(wiring, _normalize(nu, kind), kind, damping)
-    step = None
     if schedule == "blocks" and wiring.blocks is not None:
         step = _BlockStep(wiring, ws)
     elif schedule != "sequential":  # parallel, or blocks without a pairwise factor
         step = _ParallelStep(wiring, ws)
+    else:
+        step = _SequentialStep(wiring, ws, gen)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -320,22 +342,7 @@ def loopy(
     status, residual, n_iter = MAX_ITER_REACHED, float("inf"), 0
     try:
         for n_iter in range(1, max_iter + 1):  # noqa: B007 - n_iter is reported after the loop
-            if step is not None:
-                residual = step()
-            else:
-                nu = ws.nu  # updated in place, factor by factor
-                ws.beliefs()
-                beliefs = _Beliefs(wiring, ws.fin, ws.ninf)
-                residual = 0.0
-                for gi in gen.permutation(len(wiring.groups)):
-                    group = wiring.groups[gi]
-                    eids = group[2]
-                    mu = np.full_like(nu, -np.inf)
-                    mu[eids] = beliefs.cavity(eids, nu[eids], kind)
-                    new = _damp(_factor_messages(group, mu, kind, wiring.pad), nu[eids], damping, kind)
-                    residual = max(residual, _residual(new, nu[eids]))
-                    beliefs.update(eids, nu[eids], new)
-                    nu[eids] = new
+            residual = step()
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(residual=f"{residual:.2e}")
@@ -348,7 +355,8 @@ def loopy(
     finally:
         if bar is not None:
             bar.close()
-    res = _finish(fg, wiring, ws, kind, status, n_iter, residual, t0)
+    rerun = _Rerun(step, max_iter, tol, None if time_limit is None else t0 + time_limit)
+    res = _finish(fg, wiring, ws, kind, status, n_iter, residual, t0, rerun)
     if not ev:
         return res
     assignment = full_assignment(full, fg, ev, res.assignment)
@@ -362,6 +370,63 @@ def loopy(
         score=_score(score_plan(full), assignment),
         time=time.perf_counter() - t0,
     )
+
+
+class _SequentialStep:
+    """One iteration of the sequential schedule: the groups (one factor each) in a random order, each updated from
+    the messages of those before it (``ws.nu`` is updated in place)."""
+
+    def __init__(self, wiring: Wiring, ws: Workspace, gen: np.random.Generator):
+        self.wiring = wiring
+        self.ws = ws
+        self.gen = gen
+
+    def __call__(self) -> float:
+        wiring, ws, kind = self.wiring, self.ws, self.ws.kind
+        nu = ws.nu  # updated in place, factor by factor
+        ws.beliefs()
+        beliefs = _Beliefs(wiring, ws.fin, ws.ninf)
+        residual = 0.0
+        for gi in self.gen.permutation(len(wiring.groups)):
+            group = wiring.groups[gi]
+            eids = group[2]
+            mu = np.full_like(nu, -np.inf)
+            mu[eids] = beliefs.cavity(eids, nu[eids], kind)
+            new = _damp(_factor_messages(group, mu, kind, wiring.pad), nu[eids], ws.damping, kind)
+            residual = max(residual, _residual(new, nu[eids]))
+            beliefs.update(eids, nu[eids], new)
+            nu[eids] = new
+        return residual
+
+
+class _Rerun:
+    """More iterations of a run's schedule from its current messages, for the decoder
+    (:func:`~tractable.bp._decode.break_ties`): each call iterates until no message changes by more than ``tol``,
+    all calls together at most ``max_iter`` iterations (the run's own budget once more), none past the run's
+    deadline."""
+
+    def __init__(self, step, max_iter: int, tol: float, deadline: float | None):
+        self.step = step
+        self.left = max_iter
+        self.tol = tol
+        self.deadline = deadline
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    def __call__(self) -> tuple[int, str]:
+        """``(iterations, outcome)``: ``"converged"``, ``"stopped"`` (budget or time) or ``"refuted"`` (the messages
+        forbid every state of a variable: a :class:`~tractable.ZeroPartitionError` of an iteration)."""
+        n_iter = 0
+        while self.left > 0 and not self.out_of_time():
+            self.left -= 1
+            n_iter += 1
+            try:
+                if self.step() <= self.tol:
+                    return n_iter, "converged"
+            except ZeroPartitionError:
+                return n_iter, "refuted"
+        return n_iter, "stopped"
 
 
 class _ParallelStep:
@@ -471,7 +536,7 @@ def _score(plan: ScorePlan, assignment: np.ndarray) -> float:
         return float(np.cumsum(values)[-1])
 
 
-def _finish(fg, wiring, ws, kind, status, n_iter, residual, t0) -> BPResult:
+def _finish(fg, wiring, ws, kind, status, n_iter, residual, t0, rerun: _Rerun) -> BPResult:
     if ws.shifted is not None:  # compiled sum-product updates may leave their rows unnormalized
         ws.nu[ws.shifted] = _normalize(ws.nu[ws.shifted], kind)
     nu = ws.nu
@@ -508,7 +573,15 @@ def _finish(fg, wiring, ws, kind, status, n_iter, residual, t0) -> BPResult:
             factor_m[fi] = table if table is None or not table.flags.writeable else frozen_array(table)
     for fi, v in zip(*(u.tolist() for u in wiring.unary)):  # single-variable tables were folded into the prior
         factor_m[fi] = marg[v]  # a read-only row of the marginals
-    assignment = np.argmax(np.where(np.isneginf(total), -np.inf, log_b), axis=1).astype(np.int64)
+    log_b = np.where(np.isneginf(total), -np.inf, log_b)
+    decoding = None
+    if kind == "max" and card.size and status == CONVERGED:  # the beliefs above are the result's; ties are clamped
+        decoding = _decode.break_ties(
+            log_b, ws, rerun, lambda: _decode.components(fg), _decode.tie_tolerance(rerun.tol), rerun.out_of_time
+        )
+        assignment = decoding.assignment
+    else:
+        assignment = np.argmax(log_b, axis=1).astype(np.int64)
     score = _score(wiring.score, assignment) if card.size else float(fg.constant)
     if log_z == np.inf or score == np.inf:  # finite scores whose sums overflow float64 (near 1e308 each)
         raise ValueError(
@@ -516,8 +589,18 @@ def _finish(fg, wiring, ws, kind, status, n_iter, residual, t0) -> BPResult:
             f"(about 1.8e308); got {'a log partition' if log_z == np.inf else 'a score'} that overflows: rescale "
             "the factors' log-potentials."
         )
+    detail = f"largest message change {residual:.3g}"
+    if decoding is not None and decoding.rounds:
+        detail += f"; {decoding.detail()}"
+    if kind == "max" and score == -np.inf:  # no success with a labelling the model forbids
+        if status == CONVERGED:
+            status = ERROR
+            detail = f"messages converged after {n_iter} iterations ({detail}), but"
+        else:
+            detail += "; and"
+        detail += " the decoded labelling violates a hard constraint (score -inf)"
     converged = status == CONVERGED
-    msg = stop_message(status, "loopy", n_iter, f"largest message change {residual:.3g}")
+    msg = stop_message(status, "loopy", n_iter, detail)
     if not converged:
         warn_stopped(msg, stacklevel=4)
     return BPResult(
