@@ -86,7 +86,19 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{self.prog}: error: {message} (see `{self.prog} --help`)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_of(argv) -> str | None:
+    """The subcommand ``argv`` names when only ``--debug`` comes before it (else None: every subcommand is
+    registered, as ``--help``, a missing or a mistyped command needs them all)."""
+    for token in argv:
+        if token == "--debug":
+            continue
+        return None if token.startswith("-") else token
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``tractable`` parser with every subcommand of :data:`SUBCOMMANDS`, or with only the one whose module
+    is named ``command`` (a fresh process running one command imports no other area)."""
     parser = _Parser(prog="tractable", description="Fast inference in structured probabilistic graphical models.")
     parser.add_argument("--version", action="version", version=f"tractable {__version__}")
     parser.add_argument(
@@ -95,9 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="on an error, raise it with its Python traceback instead of printing one line",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for target in SUBCOMMANDS:
+    targets = [t for t in SUBCOMMANDS if t.split(":")[0].rsplit(".", 1)[-1] == command] if command else []
+    for target in targets or SUBCOMMANDS:
         module, func = target.split(":")
         getattr(importlib.import_module(module), func)(sub)
+    if targets and command not in sub.choices:  # a module registering other names: register them all
+        return build_parser()
     return parser
 
 
@@ -179,7 +194,7 @@ def main(argv=None) -> int:
     """
     argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
     try:
-        parser = build_parser()
+        parser = build_parser(_command_of(argv))
         args, extra = parser.parse_known_args(argv)
         if extra:  # reported by the command's own parser: "tractable psl: error: unrecognized arguments: ..."
             commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -203,7 +203,7 @@ def _learned_json(program: str, rules, output: str) -> str:
 
 def _write_outputs(predictions, learned: tuple | None, output: str) -> list[str]:
     """Write the learned program (``(file name, text)``, if any) and one NAME.txt per open predicate into
-    ``output``, all or nothing."""
+    ``output``, all or nothing; ``predictions`` as ``Model.infer`` or ``Model._infer_columns`` give them."""
     from ..psl._output import write_predictions
     from ._files import atomic_folder
 
@@ -314,7 +314,10 @@ def _solve(args, model) -> int:
             _print_grounding(g)
         if model.ignored_options:  # after grounding, so that an error stays the only line on stderr
             print(f"ignored PSL options: {', '.join(model.ignored_options)}", file=sys.stderr)
-        predictions, res = model.infer(**{k: v for k, v in options.items() if v is not None})
+        options = {k: v for k, v in options.items() if v is not None}
+        # in this process: the predictions as columns, written and evaluated without importing pandas
+        columns = client is None
+        predictions, res = model._infer_columns(**options) if columns else model.infer(**options)
         sharded = getattr(model, "sharded_ground", None)
         if client is not None and sharded is not None:
             print(
@@ -334,7 +337,7 @@ def _solve(args, model) -> int:
         raise NoSolution(f"{args.program}: {res.message}")
     for path in _write_outputs(predictions, learned, args.output):
         print(f"wrote      {path}")
-    for name, metrics in model.evaluate(predictions).items():
+    for name, metrics in (model._evaluate_columns(predictions) if columns else model.evaluate(predictions)).items():
         shown = ", ".join(
             f"{k} {v:.4f}" if isinstance(v, float) and not math.isnan(v) else f"{k} {v}" for k, v in metrics.items()
         )

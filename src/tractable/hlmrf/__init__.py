@@ -9,7 +9,6 @@ the same problem exactly as an LP / QP and serve as references.
 from ._result import MPEResult
 from .admm import METHODS, solve
 from .model import FILE_FORMAT, FILE_VERSION, HLMRF, SENSES
-from .repair import project_feasible
 from .updates import local_update_reference, local_updates
 
 __all__ = [
@@ -24,3 +23,17 @@ __all__ = [
     "project_feasible",
     "solve",
 ]
+
+
+def __getattr__(name):
+    # ``project_feasible`` imports SciPy (sparse matrices, HiGHS): only when it is asked for
+    if name == "project_feasible":
+        from .repair import project_feasible
+
+        globals()[name] = project_feasible
+        return project_feasible
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"project_feasible"})

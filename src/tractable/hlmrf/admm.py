@@ -30,7 +30,6 @@ import numpy as np
 from .._results import frozen_array, warn_stopped
 from .._validate import as_float_array, check_choice, check_int, check_options, check_positive, resolve_method
 from . import _driver, _kernels, partition
-from ._reference import _solve_clarabel, _solve_highs
 from ._result import MPEResult
 from .bound import gap
 from .model import HLMRF
@@ -441,6 +440,20 @@ def _solve_admm(
         keep_state=keep_state,
         **tols,
     )
+
+
+def _solve_highs(model, **options):
+    """:func:`tractable.hlmrf._reference._solve_highs`, imported on first use (SciPy is not imported for ADMM)."""
+    from ._reference import _solve_highs as core
+
+    return core(model, **options)
+
+
+def _solve_clarabel(model, **options):
+    """:func:`tractable.hlmrf._reference._solve_clarabel`, imported on first use."""
+    from ._reference import _solve_clarabel as core
+
+    return core(model, **options)
 
 
 #: method name -> solver core ``f(model, **options) -> MPEResult``; resolved by :func:`solve`. The

@@ -63,7 +63,9 @@ def write_predictions(predictions: dict, directory, *, result=None) -> list[str]
     Parameters
     ----------
     predictions : dict
-        Predicate name -> DataFrame of argument columns and ``value`` (as :meth:`Model.infer` returns).
+        Predicate name -> DataFrame of argument columns and ``value`` (as :meth:`Model.infer` returns), or
+        predicate name -> columns ``{0: arguments, ..., "value": values}`` (as ``Model._infer_columns``
+        returns them: the same files, written without pandas).
     directory : str or os.PathLike
     result : MPEResult, optional
         The solver's result: when given, a result without a solution (``status`` ``"infeasible"`` or
@@ -88,28 +90,71 @@ def write_predictions(predictions: dict, directory, *, result=None) -> list[str]
         raise ValueError(
             f"`result`: the solver found no solution (status {result.status!r}: {result.message}); nothing written."
         )
+    if predictions and all(isinstance(table, dict) for table in predictions.values()):
+        return _write_columns(predictions, directory)
     for name, df in predictions.items():
         _check(name, df)
+
+    def write(fh, df) -> None:
+        df.to_csv(
+            fh,
+            sep="\t",
+            header=False,
+            index=False,
+            float_format="%.6f",
+            lineterminator="\n",
+            quoting=csv.QUOTE_NONE,  # PSL writes arguments as they are
+        )
+
+    return _write_all(predictions, directory, write)
+
+
+def _writable(name, columns: dict) -> bool:
+    """Whether :func:`write_predictions` would write these columns (a predicate name, string arguments it can
+    write, values in [0, 1])."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or "value" not in columns:
+        return False
+    values = np.asarray(columns["value"])
+    if values.dtype.kind != "f" or not (np.isfinite(values) & (values >= 0) & (values <= 1)).all():
+        return False
+    return all(
+        all(type(a) is str and not _UNWRITABLE.search(a) for a in col) for key, col in columns.items() if key != "value"
+    )
+
+
+def _write_columns(columns: dict, directory) -> list[str]:
+    """:func:`write_predictions` of predictions as columns (predicate name -> ``{0: arguments, ..., "value":
+    values}``, as ``Model._infer_columns`` gives them): the same files, written without pandas (through it,
+    with its errors, where an argument or a value cannot be written)."""
+    if not all(_writable(name, cols) for name, cols in columns.items()):
+        import pandas as pd
+
+        return write_predictions({name: pd.DataFrame(cols) for name, cols in columns.items()}, directory)
+
+    def write(fh, cols) -> None:
+        # what DataFrame.to_csv(sep="\t", float_format="%.6f", quoting=QUOTE_NONE) writes: its csv writer, its
+        # float format
+        writer = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE, quotechar=None)
+        args = [col for key, col in cols.items() if key != "value"]
+        writer.writerows(zip(*args, [f"{v:.6f}" for v in np.asarray(cols["value"]).tolist()]))
+
+    return _write_all(columns, directory, write)
+
+
+def _write_all(predictions: dict, directory, write) -> list[str]:
+    """``write(fh, predictions[name])`` into a temporary file per predicate, then each renamed to NAME.txt."""
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     done = []  # (temporary path, final path)
     try:
-        for name, df in predictions.items():
+        for name, table in predictions.items():
             path = os.path.join(directory, f"{name.upper()}.txt")
             # a new file of the usual permissions (mkstemp's are private) next to its final name
             tmp = os.path.join(directory, f".{name.upper()}.txt.{os.getpid()}.{secrets.token_hex(4)}.tmp")
             fh = open(tmp, "x", encoding="utf-8", newline="")
             done.append((tmp, path))
             with fh:
-                df.to_csv(
-                    fh,
-                    sep="\t",
-                    header=False,
-                    index=False,
-                    float_format="%.6f",
-                    lineterminator="\n",
-                    quoting=csv.QUOTE_NONE,  # PSL writes arguments as they are
-                )
+                write(fh, table)
         for tmp, path in done:
             os.replace(tmp, path)
     except BaseException:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import sys
 import tempfile
 import zlib
 
@@ -259,10 +260,9 @@ def load_source(con, source, arity: int, table: str, what: str) -> int:
         ``.gz`` that is not gzip, a truncated or corrupt gzip file (each naming the file, and the line
         where there is one).
     """
-    import pandas as pd
-
+    pd = sys.modules.get("pandas")  # a data frame exists only once pandas is imported: not imported for files
     cols = ", ".join(f"a{i}" for i in range(arity))
-    if isinstance(source, pd.DataFrame):
+    if pd is not None and isinstance(source, pd.DataFrame):
         df = source
         if df.shape[1] not in (arity, arity + 1):
             raise ValueError(

@@ -490,6 +490,57 @@ def _frame(df, arity: int, name: str, predicate: str | None):
     return _unique_atoms(out, args, name, predicate)
 
 
+def _plain_column(col, *, strings: bool):
+    """``col`` (a column DuckDB's ``fetchnumpy`` gave, or one of :meth:`Model._infer_columns`) as an ndarray, or
+    None where it holds a NULL or (``strings``) an argument that is not a ``str``."""
+    if isinstance(col, np.ma.MaskedArray):
+        if np.ma.getmaskarray(col).any():
+            return None
+        col = col.data
+    col = np.asarray(col, dtype=object) if strings else np.array(col, dtype=float)  # values: a copy
+    if strings and not all(type(a) is str for a in col):
+        return None
+    return col
+
+
+def _evaluate_columns(predictions: dict, truth: list, arity: int, evaluators=None, *, predicate: str | None = None):
+    """:func:`evaluate_predicate` of columns instead of data frames, without pandas: ``predictions``
+    ``{0: arguments, ..., arity - 1: ..., "value": values}``, ``truth`` the list of the ``arity`` argument columns
+    and the value column. The same metrics where every argument is a string, every value a number in [0, 1]
+    and no atom is listed twice in either; None otherwise (:func:`evaluate_predicate` then says what is wrong)."""
+    if isinstance(arity, bool) or not isinstance(arity, (int, np.integer)) or arity < 1:
+        return None
+    if evaluators is not None and not isinstance(evaluators, (list, tuple)):
+        return None
+    specs = [_parse_evaluator(e) for e in (evaluators or _DEFAULT)]
+    if len(predictions) != arity + 1 or len(truth) != arity + 1:
+        return None
+    p_args = [_plain_column(predictions.get(i), strings=True) for i in range(arity)]
+    t_args = [_plain_column(c, strings=True) for c in truth[:arity]]
+    pred = _plain_column(predictions.get("value"), strings=False)
+    t_val = _plain_column(truth[arity], strings=False)
+    if any(c is None for c in (*p_args, *t_args, pred, t_val)):
+        return None
+    for v in (pred, t_val):
+        if not (np.isfinite(v) & (v >= 0) & (v <= 1)).all():
+            return None
+    p_keys = list(zip(*p_args)) if arity > 1 else p_args[0].tolist()
+    t_keys = list(zip(*t_args)) if arity > 1 else t_args[0].tolist()
+    found = dict(zip(t_keys, t_val.tolist()))
+    if len(set(p_keys)) != len(p_keys) or len(found) != len(t_keys):
+        return None
+    # the left merge of the unique atoms: every prediction in order, its truth or NaN
+    true = np.array([found.get(k, math.nan) for k in p_keys], dtype=float)
+    out: dict = {"n": int(np.count_nonzero(~np.isnan(true)))}
+    arguments = np.empty((pred.size, arity), dtype=object)
+    for i, col in enumerate(p_args):
+        arguments[:, i] = col
+    for spec in specs:
+        groups = _category_groups(arguments, spec.category_indexes) if spec.name == "CategoricalEvaluator" else None
+        out.update(_Metrics(spec, true, groups)(pred))
+    return out
+
+
 def evaluate_predicate(predictions, truth, arity: int, evaluators=None, *, predicate: str | None = None) -> dict:
     """Metrics of one predicate's predictions.
 

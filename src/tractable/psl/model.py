@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -368,14 +369,13 @@ class Model:
             the arguments in its first columns and an optional value column last. Files are read when
             the model is grounded.
         """
-        import pandas as pd
-
+        pd = sys.modules.get("pandas")  # a data frame exists only once pandas is imported: not imported for files
         p = self._pred(predicate)
         if partition not in PARTITIONS:
             raise ValueError(f"`partition` must be one of {', '.join(PARTITIONS)}; got {short_repr(partition)}.")
         if partition == "targets" and p.closed:
             raise ValueError(f"`partition` 'targets' for the closed predicate {p.key}: closed predicates have none.")
-        if isinstance(data, pd.DataFrame):
+        if pd is not None and isinstance(data, pd.DataFrame):
             if data.shape[1] not in (p.arity, p.arity + 1):
                 raise ValueError(
                     f"`data` for the {partition} of {p.key} must have {p.arity} argument columns and optionally "
@@ -675,9 +675,7 @@ class Model:
         """
         import pandas as pd
 
-        method = solve_options.pop("method", "admm")
-        # the configuration's options are ADMM's (admmreasoner.*): the exact reference solvers take none
-        opts = {**(ADMM_DEFAULTS | self.solve_options if method == "admm" else {}), **solve_options}
+        method, opts = self._solve_opts(solve_options)
         if shards is not None and not isinstance(shards, (bool, int, np.integer)):
             raise TypeError(f"`shards` must be None, a bool or a number of shards; got {type(shards).__name__}.")
         if client is None and shards not in (None, False):
@@ -688,6 +686,20 @@ class Model:
             sharded = self._infer_sharded(client, shards, shard_dir, opts)
             if sharded is not None:
                 return sharded
+        columns, res = self._solve_columns(method, opts, client)
+        out = {name: pd.DataFrame(cols) for name, cols in columns.items()}
+        self._predictions = out
+        return out, res
+
+    def _solve_opts(self, solve_options: dict) -> tuple[str, dict]:
+        """The method and the solver's options of :meth:`infer`'s ``solve_options`` (which it consumes)."""
+        method = solve_options.pop("method", "admm")
+        # the configuration's options are ADMM's (admmreasoner.*): the exact reference solvers take none
+        return method, {**(ADMM_DEFAULTS | self.solve_options if method == "admm" else {}), **solve_options}
+
+    def _solve_columns(self, method: str, opts: dict, client=None) -> tuple[dict, MPEResult]:
+        """Ground (if needed) and solve here (or on ``client``, from :meth:`ground`): the predictions as columns,
+        open predicate name -> ``{0: arguments, ..., "value": values}`` (the columns of :meth:`infer`'s frames)."""
         g = self.ground()
         if client is not None:
             if method != "admm":
@@ -705,9 +717,14 @@ class Model:
             cols = {i: strings[ids[free]] for i, ids in enumerate(arg_ids)}
             v = var[free]
             cols["value"] = np.clip(np.where(used[v], x[v], 0.0), 0.0, 1.0)
-            out[name] = pd.DataFrame(cols)
-        self._predictions = out
+            out[name] = cols
         return out, res
+
+    def _infer_columns(self, **solve_options) -> tuple[dict, MPEResult]:
+        """:meth:`infer` in this process, its predictions as columns (see :meth:`_solve_columns`), not data frames:
+        the command line writes and evaluates them without importing pandas (:meth:`_evaluate_columns`)."""
+        method, opts = self._solve_opts(solve_options)
+        return self._solve_columns(method, opts)
 
     def _infer_sharded(self, client, shards, shard_dir, opts):
         """``infer`` through a shard set (see its ``shards``), or None when the program is solved from
@@ -789,6 +806,40 @@ class Model:
                 obs.columns = [*range(p.arity), "value"]
                 pred = pd.concat([pred, obs], ignore_index=True)
             out[p.name] = evaluate_predicate(pred, truth, p.arity, specs, predicate=p.name)
+        return out
+
+    def _evaluate_columns(self, columns: dict) -> dict:
+        """:meth:`evaluate` of :meth:`_infer_columns`' predictions: the same metrics, computed without pandas
+        where the atoms allow (else, and with ``eval.includeobs``, by :meth:`evaluate` on data frames)."""
+        from .evaluation import _evaluate_columns
+
+        if self._ground is None and self.sharded_ground is None:
+            self.ground()
+        out = {}
+        for p in self._preds.values():
+            if p.closed or p.name not in columns or not self._data.get((p.name.lower(), "truth")):
+                continue
+            specs = self.evaluators.get(p.key)
+            pred = columns[p.name]
+            if any(
+                isinstance(e, dict) and _truthy((e.get("options") or {}).get("eval.includeobs")) for e in specs or []
+            ):
+                # PSL's eval.includeobs: observed atoms of the predicate count as predictions (after the targets)
+                obs = list(self._con.execute(f"SELECT * FROM {p.table}_observations").fetchnumpy().values())
+                if any(isinstance(c, np.ma.MaskedArray) for c in obs) or len(pred) != len(obs):
+                    pred = None
+                else:
+                    keys = [*range(p.arity), "value"]
+                    pred = {k: np.concatenate([np.asarray(pred[k]), np.asarray(c)]) for k, c in zip(keys, obs)}
+            metrics = None
+            if pred is not None:
+                truth = list(self._con.execute(f"SELECT * FROM {p.table}_truth").fetchnumpy().values())
+                metrics = _evaluate_columns(pred, truth, p.arity, specs, predicate=p.name)
+            if metrics is None:
+                import pandas as pd
+
+                return self.evaluate({name: pd.DataFrame(cols) for name, cols in columns.items()})
+            out[p.name] = metrics
         return out
 
     # ------------------------------------------------------------------ weight learning
