@@ -55,7 +55,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _harness import Recorder  # noqa: E402
-from _psl_runner import PSLError, missing_reason, run_psl  # noqa: E402
+from _psl_runner import PSLError, missing_reason, run_psl, user_env  # noqa: E402
 from tractable import ConvergenceWarning  # noqa: E402
 from tractable.hlmrf import solve  # noqa: E402
 from tractable.psl import Model  # noqa: E402
@@ -373,7 +373,7 @@ def _wall(cmd, repeats: int) -> float:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+        subprocess.run(cmd, check=True, capture_output=True, timeout=600, env=user_env())
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
 

@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "psl"))
 from _generate import PROGRAMS, config_path, generate, read_config  # noqa: E402
 
 from _harness import Recorder  # noqa: E402
-from _psl_runner import _jar, missing_reason  # noqa: E402
+from _psl_runner import _jar, missing_reason, user_env  # noqa: E402
 
 warnings.filterwarnings("ignore", message="PSL options without meaning here")
 DATA = Path("/work/shared/data")
@@ -231,7 +231,7 @@ def run_ours_learn(config: Path, method: str, out: Path, timeout: float) -> dict
     cmd = [sys.executable, "-m", "tractable.cli", "psl", str(config), "--learn", method, "--output", str(out)]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=user_env())
     except subprocess.TimeoutExpired:
         return {"ours_error": f"timed out after {timeout:.0f} s"}
     wall = time.perf_counter() - t0
