@@ -33,7 +33,7 @@ from .._numba import njit
 from ..cardinality._convolve import DEFAULT_CROSSOVER
 from ..cardinality._tree import (
     NO_CONFIGURATION,
-    _gather_log,
+    _stack_rows,
     log_rows,
     root_log_partition,
     sum_passes,
@@ -88,8 +88,8 @@ def _downward_max(tree, up: list, potentials) -> list:
         a = down[h] if potentials.get(h) is None else down[h] + potentials[h]
         lc, rc = tree.left[nodes], tree.right[nodes]
         wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
-        ul = _gather_log(tree, up, lc, wc)
-        ur = _gather_log(tree, up, rc, wc)
+        ul = _stack_rows(tree, up, lc, wc)
+        ur = _stack_rows(tree, up, rc, wc)
         # into the left child: max over the right child's count i of (parent count j + i) + up_right(i)
         x = _maxplus_correlate(np.concatenate([a, a]), np.concatenate([ur, ul]), wc)
         children = np.concatenate([lc, rc])

@@ -67,21 +67,24 @@ def log_rows(msgs: Messages, g: int) -> np.ndarray:
         return np.log(msgs.vec[g]) + msgs.scale[g][:, None]
 
 
-def _gather(tree: BinaryTree, msgs: Messages, nodes: np.ndarray, width: int):
-    """Stack the messages of ``nodes`` (any heights) into an (n, width) array, their scales and their
-    error bounds (log form: ``-inf`` padding, no errors)."""
-    out = np.full((nodes.shape[0], width), -np.inf if msgs.log else 0.0)
-    err = None if msgs.log else np.zeros((nodes.shape[0], width))
-    sc = np.empty(nodes.shape[0])
+def _stack_rows(tree: BinaryTree, rows: list, nodes: np.ndarray, width: int, fill: float = -np.inf) -> np.ndarray:
+    """The rows of ``nodes`` (any heights) from per-height arrays ``rows[h]`` stacked into an (n, width)
+    array, cut or padded with ``fill`` (``-inf``: log-values, ``0``: linear values and errors)."""
+    out = np.full((nodes.shape[0], width), fill)
     hs = tree.height[nodes]
     for g in np.unique(hs):
         sel = np.nonzero(hs == g)[0]
-        rows = tree.row[nodes[sel]]
-        w = min(width, msgs.vec[g].shape[1])
-        out[sel, :w] = msgs.vec[g][rows, :w]
-        sc[sel] = msgs.scale[g][rows]
-        if err is not None:
-            err[sel, :w] = msgs.err[g][rows, :w]
+        w = min(width, rows[g].shape[1])
+        out[sel, :w] = rows[g][tree.row[nodes[sel]], :w]
+    return out
+
+
+def _gather(tree: BinaryTree, msgs: Messages, nodes: np.ndarray, width: int):
+    """Stack the messages of ``nodes`` (any heights) into an (n, width) array, their scales and their
+    error bounds (log form: ``-inf`` padding, no errors)."""
+    out = _stack_rows(tree, msgs.vec, nodes, width, -np.inf if msgs.log else 0.0)
+    err = None if msgs.log else _stack_rows(tree, msgs.err, nodes, width, 0.0)
+    sc = _stack_rows(tree, [s[:, None] for s in msgs.scale], nodes, 1, 0.0)[:, 0]
     return out, sc, err
 
 
@@ -433,23 +436,13 @@ def upward_max(tree: BinaryTree, leaf_logw: np.ndarray, potentials: dict | None 
         nodes = tree.levels[h]
         lc, rc = tree.left[nodes], tree.right[nodes]
         wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
-        a = _gather_log(tree, msgs, lc, wc)
-        b = _gather_log(tree, msgs, rc, wc)
+        a = _stack_rows(tree, msgs, lc, wc)
+        b = _stack_rows(tree, msgs, rc, wc)
         x = direct_rows(a, b, np.full((a.shape[0], 2 * wc - 1), -np.inf), MAXPLUS)[:, : tree.widths[h]].copy()
         if potentials.get(h) is not None:
             x = x + potentials[h]
         msgs.append(x)
     return msgs
-
-
-def _gather_log(tree: BinaryTree, msgs: list, nodes: np.ndarray, width: int):
-    out = np.full((nodes.shape[0], width), -np.inf)
-    hs = tree.height[nodes]
-    for g in np.unique(hs):
-        sel = np.nonzero(hs == g)[0]
-        w = min(width, msgs[g].shape[1])
-        out[sel, :w] = msgs[g][tree.row[nodes[sel]], :w]
-    return out
 
 
 def backtrack_max(tree: BinaryTree, msgs: list, root_count: int) -> np.ndarray:
@@ -460,8 +453,8 @@ def backtrack_max(tree: BinaryTree, msgs: list, root_count: int) -> np.ndarray:
         nodes = tree.levels[h]
         lc, rc = tree.left[nodes], tree.right[nodes]
         wc = int(max(tree.size[lc].max(), tree.size[rc].max())) + 1
-        a = _gather_log(tree, msgs, lc, wc)
-        b = _gather_log(tree, msgs, rc, wc)
+        a = _stack_rows(tree, msgs, lc, wc)
+        b = _stack_rows(tree, msgs, rc, wc)
         c = counts[nodes]
         j = np.arange(wc)[None, :]
         idx = c[:, None] - j

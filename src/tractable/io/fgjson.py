@@ -412,14 +412,20 @@ def _check_size(count: int, bytes_each: int, name: str, what: str) -> None:
         raise _Bad(str(err).rstrip(".")) from None
 
 
+def _type_of(spec: dict, where: str, types, what: str) -> str:
+    """The ``"type"`` of the object ``spec`` at ``where``, one of ``types`` (a factor's or a potential's)."""
+    kind = spec.get("type")
+    if not isinstance(kind, str) or kind not in types:
+        known = ", ".join(f'"{k}"' for k in types)
+        got = _show(kind) if "type" in spec else "none"
+        raise _Bad(f"{where}: unknown {what} type {got} (the types are {known})")
+    return kind
+
+
 def _factor(spec, where: str, card: np.ndarray):
     if not isinstance(spec, dict):
         raise _Bad(f"{where} must be a factor object; got {_show(spec)}")
-    kind = spec.get("type")
-    if not isinstance(kind, str) or kind not in _FACTOR_FIELDS:
-        known = ", ".join(f'"{k}"' for k in _FACTOR_FIELDS)
-        got = _show(kind) if "type" in spec else "none"
-        raise _Bad(f"{where}: unknown factor type {got} (the types are {known})")
+    kind = _type_of(spec, where, _FACTOR_FIELDS, "factor")
     required, optional = _FACTOR_FIELDS[kind]
     _fields(spec, where, ("type", *required), optional, f"a {kind} factor")
     variables = _variables(spec["variables"], f"{where}.variables", len(card))
@@ -509,11 +515,7 @@ def _clique(spec, where: str, variables: list[int], card: np.ndarray) -> CliqueF
 def _potential(spec, where: str):
     if not isinstance(spec, dict):
         raise _Bad(f'{where} must be an object such as {{"type": "potts", "lam": 1.0}}; got {_show(spec)}')
-    kind = spec.get("type")
-    if not isinstance(kind, str) or kind not in _POTENTIALS:
-        known = ", ".join(f'"{k}"' for k in _POTENTIALS)
-        got = _show(kind) if "type" in spec else "none"
-        raise _Bad(f"{where}: unknown potential type {got} (the types are {known})")
+    kind = _type_of(spec, where, _POTENTIALS, "potential")
     cls, arg, tabled = _POTENTIALS[kind]
     _fields(spec, where, ("type", arg), (), f"a {kind} potential")
     if tabled:

@@ -445,6 +445,8 @@ class _Problem:
             self.unit.add_potentials(self.indptr, self.pvars, self.pcoef, self.pconst, 1.0, self.squared)
         self.HLMRF = HLMRF
         self.solve_options = dict(solve_options or {})
+        if self.solve_options.get("method", "admm") == "admm":  # every inference of learning, search's too
+            self.solve_options = {**ADMM_DEFAULTS, **self.solve_options}
         if "x0" in self.solve_options:
             raise ValueError("`solve_options` must not set `x0`: learning warm-starts every inference itself.")
         self.warm_start = warm_start
@@ -493,8 +495,6 @@ class _Problem:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             opts = dict(self.solve_options)
-            if opts.get("method", "admm") == "admm":
-                opts = {**ADMM_DEFAULTS, **opts}
             if opts.get("method", "admm") == "admm" and self.warm_start:
                 # the previous inference of this kind: consensus, local copies, multipliers and rho
                 opts["keep_state"] = True

@@ -72,7 +72,6 @@ from .learning import (
     _positive,
     rule_text_with_weight,
 )
-from .model import ADMM_DEFAULTS
 
 __all__ = ["SEARCH_LEARNERS"]
 
@@ -195,7 +194,6 @@ def _score(task: _Task, w, budget: float, x0, keep_x: bool, time_limit):
     m = task.prob.model(w)
     opts = dict(task.solve_options)
     if task.admm:
-        opts = {**ADMM_DEFAULTS, **opts}  # the PSL front end's ADMM defaults, as every inference here
         if budget < 1.0:
             opts["max_iter"] = max(1, int(task.max_iter * budget))
         start = x0 if x0 is not None else task.start
