@@ -75,6 +75,7 @@ def test_learners_are_psl_class_names():
         "BinaryCrossEntropy",
         "MaxLikelihoodMPE",
         "MaxPseudoLikelihood",
+        "FrankWolfe",
         "GridSearch",
         "RandomGridSearch",
         "GuidedRandomGridSearch",

@@ -34,6 +34,10 @@ Learners (:data:`LEARNERS`, by PSL's class names; a fully qualified Java class n
 * **PSL 2.2's** ``MaxPseudoLikelihood``: the voted perceptron on the pseudo-likelihood, whose expected
   incompatibilities are estimated per *block* by Monte Carlo integration (see :class:`_MaxPseudoLikelihood`).
 
+* **PSL 2.1's** ``FrankWolfe`` (max-margin learning, "LME"; options ``frankwolfe.*``): the batch
+  Frank-Wolfe algorithm on the structural SVM's dual, loss-augmented MAP inference as its oracle (see
+  :class:`_FrankWolfe`).
+
 * **PSL 2.4's search learners** (``org.linqs.psl.application.learning.weight.search``, in
   :mod:`tractable.psl.search`): ``GridSearch``, ``RandomGridSearch``, ``GuidedRandomGridSearch``,
   ``ContinuousRandomGridSearch``, ``Hyperband`` and ``GaussianProcessPrior`` score candidate weight
@@ -283,6 +287,14 @@ _MPLE_OPTIONS = {
     "n_samples": ("maxpseudolikelihood.numsamples", 10, _positive(int)),
     "boolean": ("maxpseudolikelihood.bool", False, _as_bool),
 }
+_FW_OPTIONS = {
+    "max_iter": ("frankwolfe.maxiter", 500, _positive(int)),
+    "tolerance": ("frankwolfe.tolerance", 1e-5, _positive()),
+    "average_weights": ("frankwolfe.averageweights", False, _as_bool),
+    "nonnegative_weights": ("frankwolfe.nonnegativeweights", True, _must_clip),
+    "normalize": ("frankwolfe.normalize", True, _as_bool),
+    "l2_regularization": ("frankwolfe.regparam", 1.0, _positive()),
+}
 _PSL_ALIASES = {"maxspeudolikelihood.numsamples": "n_samples", "maxspeudolikelihood.bool": "boolean"}
 #: options of every learner that are not PSL's (Python keywords only)
 _PY_ONLY = ("initial_weights", "rng", "solve_options", "warm_start", "time_limit")
@@ -457,9 +469,12 @@ class _Problem:
         self.solve_time = 0.0
 
     # -- models
-    def model(self, w, *, labels=False, prox=None, prox_weight=0.0):
+    def model(self, w, *, labels=False, prox=None, prox_weight=0.0, loss_augmented=False):
         """The HL-MRF of weights ``w``; ``labels``: labels fixed at their truth; ``prox``: targets of the
-        augmented problem's proximity terms ``prox_weight (y_i - u_i)^2`` on every free variable."""
+        augmented problem's proximity terms ``prox_weight (y_i - u_i)^2`` on every free variable;
+        ``loss_augmented``: minus the L1 distance of the (0/1) labels to their truth added to the energy, as
+        the linear potentials ``y_i`` (truth 1) and ``1 - y_i`` (truth 0) of weight 1 (``-|t - y|`` up to
+        a constant)."""
         m = self.HLMRF(self.n)
         if self.indptr.size > 1:
             m.add_potentials(
@@ -474,6 +489,17 @@ class _Problem:
                 np.stack([-prox, prox], axis=1).ravel(),
                 prox_weight,
                 True,
+            )
+        if loss_augmented and self.label_vars.size:
+            k = self.label_vars.size
+            one = self.label_vals > 0.5
+            m.add_potentials(
+                np.arange(k + 1, dtype=np.int64),
+                self.label_vars,
+                np.where(one, 1.0, -1.0),
+                np.where(one, 0.0, 1.0),
+                1.0,
+                False,
             )
         if self.con[0].size > 1:
             m.add_constraints(*self.con)
@@ -1055,6 +1081,103 @@ class _MaxPseudoLikelihood(_VotedPerceptron):
         return self.nlpl + self.regularization(w)
 
 
+class _FrankWolfe:
+    """PSL 2.1's max-margin learner ``FrankWolfe`` (LME): the batch Frank-Wolfe algorithm on the dual of the
+    structural SVM (Lacoste-Julien et al. 2013), with loss-augmented MAP inference as the linear oracle.
+
+    The primal, with ``N`` the number of labels when ``normalize`` (else 1) and ``lambda`` =
+    ``l2_regularization``::
+
+        P(w) = lambda / 2 |w|^2 + max_y [ |y - t|_1 + w . (phi(t) - phi(y)) ] / N
+
+    with ``phi(t)`` the incompatibilities per rule at the truth state and ``|y - t|_1`` the L1 distance of
+    the labels to their truth. The inner maximum is the *loss-augmented inference*: the MAP state of the
+    energy minus the L1 distance, an HL-MRF again when the truth is 0/1 (linear potentials of weight 1;
+    :meth:`_Problem.model`). Each iteration: the loss-augmented state ``y``, the corner ``w_s = -(phi(t) -
+    phi(y)) / (lambda N)`` and loss ``l_s = |y - t|_1 / N``; the exact line search of the dual,
+    ``gamma = clip((lambda w.(w - w_s) + l_s - l) / (lambda |w - w_s|^2), 0, 1)``; ``w <- (1 - gamma) w +
+    gamma w_s`` (clipped at 0), ``l <- (1 - gamma) l + gamma l_s``. The *duality gap* ``lambda w.(w - w_s) +
+    l_s - l`` bounds ``P(w) - min P`` (when no weight is clipped) and stops learning below ``tolerance``.
+
+    As PSL: learning starts from the rule weights with ``l = 0``; the truth's incompatibilities are
+    computed once (targets without truth at their latent inference under the initial weights; PSL leaves
+    them at 0); ``average_weights`` returns PSL's running average ``a_k = k / (k + 2) a_(k-1) + 2 / (k + 2)
+    w_k`` when learning stops unconverged. The truth must be 0 or 1 (PSL throws);
+    ``loss`` holds ``P(w)`` at every visited weight vector, ``gradients`` its subgradient ``lambda w +
+    (phi(t) - phi(y)) / N``.
+    """
+
+    family = "fw"
+    psl_class = "org.linqs.psl.application.learning.weight.maxmargin.FrankWolfe"
+    options = {**_COMMON_OPTIONS, **_FW_OPTIONS}
+
+    def __init__(self, prob: _Problem, opt: dict):
+        self.prob, self.opt = prob, opt
+        vals = prob.label_vals
+        bad = (vals != 0.0) & (vals != 1.0)
+        if bad.any():
+            raise ValueError(
+                f"the max-margin learner needs truth values of 0 or 1 (its loss-augmented inference maximizes the "
+                f"L1 distance to them, convex only for 0/1 truth; PSL throws too); {int(bad.sum())} of "
+                f"{vals.size} labels are fractional, e.g. {float(vals[np.flatnonzero(bad)[0]]):g}."
+            )
+        self.n_norm = float(max(vals.size, 1)) if opt["normalize"] else 1.0
+        self.obs = np.zeros(prob.n_rules)
+
+    def oracle(self, w):
+        """Loss-augmented inference at ``w``: (feature difference (phi(t) - phi(y)) / N, loss |y - t|_1 / N)."""
+        prob = self.prob
+        y = prob.solve("loss_augmented", w, loss_augmented=True)
+        l1 = float(np.sum(np.abs(y[prob.label_vars] - prob.label_vals)))
+        return (self.obs - prob.incompatibility(y)) / self.n_norm, l1 / self.n_norm
+
+    def primal(self, w, psi, l_s) -> float:
+        return float(0.5 * self.opt["l2_regularization"] * np.dot(w, w) + l_s + np.dot(w, psi))
+
+
+def _run_fw(learner, w, o, deadline):
+    prob = learner.prob
+    lam = o["l2_regularization"]
+    learner.obs = prob.incompatibility(prob.truth_state(w))
+    path, losses, grads = [w.copy()], [], []
+    avg = w.copy()
+    loss = 0.0
+    status, detail, n_steps = None, "", 0
+    for it in range(1, o["max_iter"] + 1):
+        psi, l_s = learner.oracle(w)
+        losses.append(learner.primal(w, psi, l_s))
+        grads.append(lam * w + psi)
+        w_s = -psi / lam
+        delta = w - w_s
+        numerator = float(np.dot(w, delta)) + (l_s - loss) / lam
+        denominator = float(np.dot(delta, delta))
+        if denominator != 0.0:
+            gamma = min(max(numerator / denominator, 0.0), 1.0)
+        else:
+            gamma = 1.0 if numerator > 0 else 0.0
+        w = (1.0 - gamma) * w + gamma * w_s
+        w = np.maximum(w, 0.0)
+        avg = it / (it + 2.0) * avg + 2.0 / (it + 2.0) * w
+        loss = (1.0 - gamma) * loss + gamma * l_s
+        path.append(w.copy())
+        n_steps = it
+        gap = lam * numerator
+        if gap < o["tolerance"]:
+            status, detail = CONVERGED, f"duality gap {gap:.3g} < {o['tolerance']:g}"
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            status = TIME_LIMIT_REACHED
+            break
+    if status is None:
+        status, detail = MAX_ITER_REACHED, f"duality gap {gap:.3g} >= {o['tolerance']:g}"
+    if status != CONVERGED and o["average_weights"]:
+        w = avg
+        path[-1] = w.copy()
+    psi, l_s = learner.oracle(w)
+    losses.append(learner.primal(w, psi, l_s))
+    return w, path, losses, grads, n_steps, status, detail
+
+
 #: PSL learner class name -> learner (resolved by :meth:`Model.learn`; fully qualified names work too)
 LEARNERS = {
     "StructuredPerceptron": _StructuredPerceptron,
@@ -1063,6 +1186,7 @@ LEARNERS = {
     "BinaryCrossEntropy": _BinaryCrossEntropy,
     "MaxLikelihoodMPE": _MaxLikelihoodMPE,
     "MaxPseudoLikelihood": _MaxPseudoLikelihood,
+    "FrankWolfe": _FrankWolfe,
 }
 
 
@@ -1168,6 +1292,7 @@ LEARNING_PREFIXES = (
     "votedperceptron.",
     "maxspeudolikelihood.",
     "maxpseudolikelihood.",
+    "frankwolfe.",
     "weightlearning.",
     "gridsearch.",
     "randomgridsearch.",
@@ -1252,7 +1377,7 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
             )
         w0 = w0 / total
     learner = cls(prob, opt)
-    runner = _run_gd if cls.family == "gd" else _run_vp
+    runner = {"gd": _run_gd, "vp": _run_vp, "fw": _run_fw}[cls.family]
     w, path, losses, grads, n_steps, status, detail = runner(learner, w0.copy(), opt, deadline)
     message = stop_message(status, name, n_steps, detail)
     if prob.n_unconverged:

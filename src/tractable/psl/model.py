@@ -856,7 +856,8 @@ class Model:
         method : str, default "StructuredPerceptron"
             A PSL learner's class name (:data:`tractable.psl.LEARNERS`): ``"StructuredPerceptron"``,
             ``"Energy"``, ``"SquaredError"``, ``"BinaryCrossEntropy"`` (PSL 2.4), ``"MaxLikelihoodMPE"``
-            (PSL 2.3), ``"MaxPseudoLikelihood"`` (PSL 2.2), or PSL 2.4's search learners ``"GridSearch"``,
+            (PSL 2.3), ``"MaxPseudoLikelihood"`` (PSL 2.2), ``"FrankWolfe"`` (PSL 2.1's max-margin
+            learner), or PSL 2.4's search learners ``"GridSearch"``,
             ``"RandomGridSearch"``, ``"GuidedRandomGridSearch"``, ``"ContinuousRandomGridSearch"``,
             ``"Hyperband"``, ``"GaussianProcessPrior"`` (:mod:`tractable.psl.search`: candidates scored by MAP
             inference and the learning evaluator, ``evaluator`` / ``weightlearning.evaluator``, default the
