@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -93,6 +93,20 @@ class _Compiled:
     n_potentials: int
     offset: float  # objective of the potentials that involve only fixed variables
     x_fixed: np.ndarray  # (n_variables,) fixed values, 0 elsewhere
+    #: (n_potentials,) the model's potential behind each kept potential term
+    pot_rows: np.ndarray | None = None
+    #: the potentials over fixed variables only, and their unweighted hinge values (the offset's terms)
+    const_pots: np.ndarray | None = None
+    const_phi: np.ndarray | None = None
+    #: what solvers derive from the structure alone, shared by every reweighted copy (see :meth:`reweighted`)
+    shared: dict | None = None
+
+    def reweighted(self, pot_weights: np.ndarray) -> _Compiled:
+        """The same terms with the model's potential weights ``pot_weights`` (shape (m,)): a gather."""
+        weight = np.zeros(self.weight.size)
+        weight[: self.n_potentials] = pot_weights[self.pot_rows]
+        offset = float(np.dot(pot_weights[self.const_pots], self.const_phi)) if self.const_pots.size else 0.0
+        return replace(self, weight=weight, offset=offset)
 
 
 class HLMRF:
@@ -449,6 +463,10 @@ class HLMRF:
         out._fixed_mask = self._fixed_mask.copy()
         out._fixed_val = self._fixed_val.copy()
         out.network = self.network
+        if self._compiled is not None and self._compiled.pot_rows is not None:
+            # the terms over the free variables are the same but for their weights: the solvers' views of
+            # the structure (``shared``) carry over too
+            out._compiled = self._compiled.reweighted(w)
         return out
 
     def constraint_arrays(self) -> dict:
@@ -535,7 +553,9 @@ class HLMRF:
         # terms without free variables: potentials become a constant, constraints were checked above
         empty = np.diff(indptr) == 0
         h = np.maximum(const[:m][empty[:m]], 0.0)
-        offset = float(np.sum(pw[empty[:m]] * np.where(psq[empty[:m]], h * h, h)))
+        const_pots = np.flatnonzero(empty[:m])
+        const_phi = np.where(psq[const_pots], h * h, h)
+        offset = float(np.dot(pw[const_pots], const_phi)) if const_pots.size else 0.0
         keep_t = ~empty
         n_pot = int(keep_t[:m].sum())
         lengths = np.diff(indptr)[keep_t]
@@ -555,6 +575,10 @@ class HLMRF:
             n_potentials=n_pot,
             offset=offset,
             x_fixed=x_fixed,
+            pot_rows=np.flatnonzero(keep_t[:m]),
+            const_pots=const_pots,
+            const_phi=const_phi,
+            shared={},
         )
         return self._compiled
 

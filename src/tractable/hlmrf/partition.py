@@ -193,37 +193,53 @@ class Partition:
 
 def _split_constraints(comp, mode: str):
     """Terms that keep local copies (in the kernels' order), and the disjoint constraints moved to
-    the consensus step."""
+    the consensus step.
+
+    Only the weights depend on more than the model's structure (and only through which of them are 0):
+    a compiled model that shares its structure (``comp.shared``, see ``HLMRF.with_weights``) computes
+    the split once, and later calls gather the new weights."""
+    zero = comp.weight[: comp.n_potentials] <= 0.0
+    shared = comp.shared
+    hit = None if shared is None else shared.get(("split", mode))
+    if hit is not None and np.array_equal(hit[0], zero):
+        _, rows, terms, zcons = hit
+        return (*terms[:4], comp.weight[rows], terms[5]), zcons
+    rows, zcons = _split_rows(comp, mode)
+    ip, pos = _permuted_rows(comp.indptr, rows)
+    terms = (ip, comp.idx[pos], comp.coef[pos], comp.const[rows], comp.weight[rows], comp.kind[rows])
+    if shared is not None:
+        shared[("split", mode)] = (zero, rows, terms, zcons)
+    return terms, zcons
+
+
+def _split_rows(comp, mode: str):
+    """The terms with local copies as term ids in the kernels' order, and the consensus constraints."""
     is_con = comp.kind >= _kernels.KIND_LEQ
     rows_con = np.flatnonzero(is_con)
     empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int8))
-    terms = (comp.indptr, comp.idx, comp.coef, comp.const, comp.weight, comp.kind)
     if mode == "local" or rows_con.size == 0:
-        return _in_kernel_order(terms), empty
+        return _kernels.kernel_order(comp.indptr, comp.kind, comp.weight), empty
     lengths = np.diff(comp.indptr)
     owner = np.repeat(is_con, lengths)
     disjoint = np.bincount(comp.idx[owner], minlength=comp.free.size).max() <= 1
     if not disjoint:
         if mode == "auto":
-            return _in_kernel_order(terms), empty
+            return _kernels.kernel_order(comp.indptr, comp.kind, comp.weight), empty
         raise ValueError(
             "`constraints`='consensus' needs constraints whose variables are pairwise disjoint; "
             "two constraints share a variable (use 'local')."
         )
-    keep = ~is_con
-
-    def csr(rows_mask, entry_mask):
-        ln = lengths[rows_mask]
-        ip = np.zeros(ln.size + 1, dtype=np.int64)
-        np.cumsum(ln, out=ip[1:])
-        return ip, comp.idx[entry_mask], comp.coef[entry_mask]
-
-    ip, ix, cf = csr(keep, ~owner)
-    terms = (ip, ix, cf, comp.const[keep], comp.weight[keep], comp.kind[keep])
-    ip, ix, cf = csr(is_con, owner)
+    keep = np.flatnonzero(~is_con)
+    ip = np.zeros(keep.size + 1, dtype=np.int64)
+    np.cumsum(lengths[keep], out=ip[1:])
+    rows = keep[_kernels.kernel_order(ip, comp.kind[keep], comp.weight[keep])]
+    ln = lengths[is_con]
+    ip = np.zeros(ln.size + 1, dtype=np.int64)
+    np.cumsum(ln, out=ip[1:])
+    ix, cf = comp.idx[owner], comp.coef[owner]
     order = _kernels.constraint_order(ip)
     ip, pos = _permuted_rows(ip, order)
-    return _in_kernel_order(terms), (ip, ix[pos], cf[pos], comp.const[is_con][order], comp.kind[is_con][order])
+    return rows, (ip, ix[pos], cf[pos], comp.const[is_con][order], comp.kind[is_con][order])
 
 
 def _permuted_rows(indptr, order):
@@ -233,14 +249,6 @@ def _permuted_rows(indptr, order):
     ip = np.zeros(order.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=ip[1:])
     return ip, np.repeat(indptr[order] - ip[:-1], lengths) + np.arange(ip[-1])
-
-
-def _in_kernel_order(terms):
-    """The terms permuted by :func:`tractable.hlmrf._kernels.kernel_order` (the fast terms first)."""
-    indptr, idx, coef, const, weight, kind = terms
-    order = _kernels.kernel_order(indptr, kind, weight)
-    ip, pos = _permuted_rows(indptr, order)
-    return ip, idx[pos], coef[pos], const[order], weight[order], kind[order]
 
 
 def _term_order(indptr, idx, n: int, strategy: str, rng) -> np.ndarray:

@@ -465,6 +465,8 @@ class _Problem:
         self.rng = rng
         #: per kind of inference, the last ADMM result (its state starts the next one) or a start point
         self.x0: dict = {}
+        #: per (labels, loss_augmented), the compiled model of weights 1 that every weight vector reweights
+        self._bases: dict = {}
         self.n_solves = self.n_iter = self.n_unconverged = 0
         self.solve_time = 0.0
 
@@ -475,11 +477,26 @@ class _Problem:
         ``loss_augmented``: minus the L1 distance of the (0/1) labels to their truth added to the energy, as
         the linear potentials ``y_i`` (truth 1) and ``1 - y_i`` (truth 0) of weight 1 (``-|t - y|`` up to
         a constant)."""
+        w = np.asarray(w, float)
+        if prox is not None:
+            return self._build(w, labels, prox, prox_weight, loss_augmented)
+        # the structure of each kind of problem is built and compiled once; a weight vector is then a gather
+        # (HLMRF.with_weights keeps the compiled terms and what the solver derived from them)
+        key = (labels, loss_augmented)
+        base = self._bases.get(key)
+        if base is None:
+            base = self._build(np.ones(self.n_rules), labels, None, 0.0, loss_augmented)
+            base._compile()
+            self._bases[key] = base
+        pw = w[self.rule]
+        if loss_augmented and self.label_vars.size:
+            pw = np.concatenate([pw, np.ones(self.label_vars.size)])
+        return base.with_weights(pw)
+
+    def _build(self, w, labels, prox, prox_weight, loss_augmented):
         m = self.HLMRF(self.n)
         if self.indptr.size > 1:
-            m.add_potentials(
-                self.indptr, self.pvars, self.pcoef, self.pconst, np.asarray(w, float)[self.rule], self.squared
-            )
+            m.add_potentials(self.indptr, self.pvars, self.pcoef, self.pconst, w[self.rule], self.squared)
         if prox is not None:
             k = self.free.size
             m.add_potentials(
