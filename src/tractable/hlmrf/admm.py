@@ -410,7 +410,11 @@ def _solve_admm(
         rho = warm_start.rho if warm_start is not None and np.isfinite(warm_start.rho) else _default_rho(comp)
     if warm_start is not None:
         x0 = np.asarray(warm_start.x, float)
-    why, cmax = _infeasibility(comp)
+    # the constraints' feasibility depends on the structure alone: once per shared structure (with_weights)
+    shared = comp.shared if comp.shared is not None else {}
+    if "infeasibility" not in shared:
+        shared["infeasibility"] = _infeasibility(comp)
+    why, cmax = shared["infeasibility"]
     if why is not None:
         return _driver.infeasible_result(comp, rho, why, t0)
     terms, zcons = _split_constraints(comp, constraints)

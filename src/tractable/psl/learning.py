@@ -452,9 +452,6 @@ class _Problem:
         self.x_truth[self.fixed_vars] = self.fixed_vals
         self.x_truth[label_vars] = label_vals
         self.rows = np.repeat(np.arange(self.indptr.size - 1), np.diff(self.indptr))
-        self.unit = HLMRF(self.n)
-        if self.indptr.size > 1:
-            self.unit.add_potentials(self.indptr, self.pvars, self.pcoef, self.pconst, 1.0, self.squared)
         self.HLMRF = HLMRF
         self.solve_options = dict(solve_options or {})
         if self.solve_options.get("method", "admm") == "admm":  # every inference of learning, search's too
@@ -568,7 +565,12 @@ class _Problem:
         """Per weighted rule, the sum of the unweighted hinges of its potentials at ``x``."""
         if self.indptr.size == 1:
             return np.zeros(self.n_rules)
-        return np.bincount(self.rule, weights=self.unit.potential_values(x), minlength=self.n_rules)
+        from ..hlmrf._kernels import term_values
+
+        h = term_values(self.indptr, self.pvars, self.pcoef, self.pconst, x)
+        np.maximum(h, 0.0, out=h)
+        np.multiply(h, h, out=h, where=self.squared)
+        return np.bincount(self.rule, weights=h, minlength=self.n_rules)
 
     def truth_state(self, w) -> np.ndarray:
         """Labels at their truth, latent targets inferred (PSL 2.4's latent inference)."""
