@@ -12,11 +12,15 @@ nothing is cached (as on a fresh install), and then again in a fresh process wit
 2. ``collect_rows(warm=True)`` in a fresh process with an empty cache, then ``collect_rows(warm=False)`` again in
    the same process: each demo row's first time vs its warm time. Target: every row within 3x.
 3. ``python -m tractable.cli demo`` end to end, with an empty cache and again with the filled one.
+4. ``--calls``: the first call of each public function of :data:`CALLS` alone, in a fresh process with an empty
+   cache: what a user who calls only that function pays (``compile_s`` = first - second call, CPU seconds too).
+   Target: ``compile_s <= 2``.
 
     python benchmarks/first_call.py                      # everything (several minutes)
     python benchmarks/first_call.py --quick              # 'exact inference' and 'cardinality' only, part 1 only
     python benchmarks/first_call.py --areas exact psl    # these areas (name or module suffix), part 1 only
     python benchmarks/first_call.py --areas exact --demo # ... and parts 2-3 too
+    python benchmarks/first_call.py --calls              # part 4 only (every public call of CALLS)
 """
 
 from __future__ import annotations
@@ -37,6 +41,86 @@ QUICK_AREAS = ["exact inference", "cardinality"]
 COMPILE_TARGET_S = 2.0
 ROW_TARGET_RATIO = 3.0
 CHILD_TIMEOUT_S = 1800
+
+
+def _lines(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+_FG = _lines(
+    "from tractable.datasets.factor_graphs import grid_factor_graph",
+    "fg = grid_factor_graph(3, 3, n_states=2, coupling=0.5, rng=0)",
+)
+_CARD_FG = _FG + _lines(
+    "from tractable.factorgraph import CardinalityFactor",
+    "fg.add_factor(CardinalityFactor([0, 1, 2], [0.0, 0.1, 0.2, -0.1]))",
+)
+_PHI = _lines(
+    "import numpy as np",
+    "from tractable import clique",
+    "phi = np.random.default_rng(0).uniform(0, 1, size=(6, 3))",
+)
+_THETA = _lines(
+    "import numpy as np",
+    "from tractable import cardinality",
+    "rng = np.random.default_rng(0)",
+    "theta, f = rng.normal(size=300), rng.normal(size=301)",
+)
+_TREE = _lines("import numpy as np", "unary, edges, pairwise = np.zeros((3, 2)), [[0, 1], [1, 2]], np.zeros((2, 2, 2))")
+_CRF = _lines(
+    "import numpy as np",
+    "from tractable.crf import TreeCRF",
+    "gen = np.random.default_rng(0)",
+    "X = gen.normal(size=(20, 3))",
+    "Y = (X + 0.3 * gen.normal(size=(20, 3)) > 0).astype(np.int64)",
+)
+_RECURSIVE = "cardinality.RecursiveCardinalityModel(6, [[0, 1, 2, 3, 4, 5], [0, 1, 2]], [f[:7], [0.0, 0.1, 0.2, 0.3]], "
+_LOOPY = "from tractable.bp import loopy"
+_TREE_CARD = "cardinality.TreeCardinalityModel([[0, 1], [1, 2], [2, 3]], np.zeros((3, 2, 2)), theta[:4], f[:5])"
+#: (area, the call, setup code, call code): one public function each, as a user's first call of it
+CALLS = [
+    ("exact inference", "exact.infer(task='marginals')", _FG + "from tractable.exact import infer", "infer(fg)"),
+    ("exact inference", "exact.infer(task='map')", _FG + "from tractable.exact import infer", "infer(fg, task='map')"),
+    ("clique MAP", "clique.alpha_pass", _PHI, "clique.alpha_pass(phi, clique.Potts(0.3))"),
+    ("clique MAP", "clique.generalized_alpha_pass", _PHI, "clique.generalized_alpha_pass(phi, clique.Potts(0.3))"),
+    ("clique MAP", "clique.alpha_expansion", _PHI, "clique.alpha_expansion(phi, clique.Potts(0.3))"),
+    ("clique MAP", "clique.icm", _PHI, "clique.icm(phi, clique.Potts(0.3))"),
+    ("clique MAP", "clique.clique_map", _PHI, "clique.clique_map(phi, clique.Potts(0.3))"),
+    ("clique MAP", "clique.majority_alpha_pass", _PHI, "clique.majority_alpha_pass(phi, np.eye(3))"),
+    ("cardinality", "cardinality.marginals", _THETA, "cardinality.marginals(theta, f)"),
+    ("cardinality", "cardinality.sample", _THETA, "cardinality.sample(theta, f, size=2, rng=0)"),
+    ("cardinality", "cardinality.map_assignment", _THETA, "cardinality.map_assignment(theta, f)"),
+    ("cardinality", "RecursiveCardinalityModel.marginals", _THETA, _RECURSIVE + "theta[:6]).marginals()"),
+    ("cardinality", "TreeCardinalityModel.marginals", _THETA, _TREE_CARD + ".marginals()"),
+    (
+        "HL-MRF",
+        "hlmrf.solve",
+        _lines("from tractable.datasets import opinion_diffusion", "from tractable.hlmrf import solve"),
+        "solve(opinion_diffusion(60, rng=0))",
+    ),
+    (
+        "PSL",
+        "psl.Model.infer",
+        _lines("from tractable.demo.psl import collective_classification"),
+        "collective_classification(40, rng=0)[0].infer()",
+    ),
+    ("belief propagation", "bp.loopy(task='marginals')", _CARD_FG + _LOOPY, "loopy(fg)"),
+    ("belief propagation", "bp.loopy(task='map')", _CARD_FG + _LOOPY, "loopy(fg, task='map')"),
+    (
+        "belief propagation",
+        "bp.tree_marginals",
+        _TREE + "from tractable.bp import tree_marginals",
+        "tree_marginals(unary, edges, pairwise)",
+    ),
+    ("sampling", "sampling.gibbs", _CARD_FG + "from tractable.sampling import gibbs", "gibbs(fg, n_sweeps=5, rng=0)"),
+    (
+        "sampling",
+        "sampling.adaptive_mmp",
+        _CARD_FG + "from tractable.sampling import adaptive_mmp",
+        "adaptive_mmp(fg, max_sweeps=5, rng=0)",
+    ),
+    ("tree CRFs", "crf.TreeCRF.fit", _CRF, "TreeCRF(C=1.0).fit(X, Y)"),
+]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -119,6 +203,48 @@ def child_area(module: str) -> None:
             "first_log": first_log,
             "second_log": second_log,
         }
+    )
+
+
+def child_call(i: int) -> None:
+    """Run the setup of ``CALLS[i]``, then time its call twice (first: compilation included)."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    _, _, setup, call = CALLS[i]
+    ns: dict = {}
+    exec(setup, ns)  # noqa: S102 - the benchmark's own code
+    log = _CompileLog()
+    times = []
+    for _ in range(2):
+        w0, c0 = time.perf_counter(), time.process_time()
+        exec(call, ns)  # noqa: S102
+        times.append((time.perf_counter() - w0, time.process_time() - c0, log.take()))
+    (first, first_cpu, first_log), (second, second_cpu, _) = times
+    _emit(
+        {"first_s": first, "first_cpu_s": first_cpu, "second_s": second, "second_cpu_s": second_cpu, "log": first_log}
+    )
+
+
+def measure_call(i: int) -> dict:
+    area, label, _, _ = CALLS[i]
+    cache = tempfile.mkdtemp(prefix="tractable-first-call-one-")
+    try:
+        out = _child_json(["--child-call", str(i)], cache)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    compile_s = out["first_s"] - out["second_s"]
+    return dict(
+        section="public calls",
+        area=area,
+        call=label,
+        first_s=out["first_s"],
+        warm_s=out["second_s"],
+        compile_s=compile_s,
+        compile_cpu_s=out["first_cpu_s"] - out["second_cpu_s"],
+        target_compile_le_2s=compile_s <= COMPILE_TARGET_S,
+        kernels_compiled=out["log"]["kernels_compiled"],
+        slowest_kernels_s=_slowest(out["log"]),
     )
 
 
@@ -385,7 +511,9 @@ def main() -> None:
         help="run the children on the live source tree (default: on a copy made at the start, so that edits "
         "during the run neither mix code versions nor invalidate the cache between a fresh and a cached run)",
     )
+    parser.add_argument("--calls", action="store_true", help="part 4 only: each public call of CALLS alone")
     parser.add_argument("--child-area", help=argparse.SUPPRESS)
+    parser.add_argument("--child-call", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-demo", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-baseline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -393,6 +521,8 @@ def main() -> None:
         return child_baseline()
     if args.child_area:
         return child_area(args.child_area)
+    if args.child_call is not None:
+        return child_call(args.child_call)
     if args.child_demo is not None:
         return child_demo(args.child_demo)
 
@@ -430,8 +560,22 @@ def main() -> None:
         "target set-up) that every area's first `warm()` includes. `cli demo`: `python -m tractable.cli demo` "
         "wall time, empty then filled cache. Shared 2-core machine "
         "(other jobs running): times noisy, wall times inflated by contention. The children run on a byte-compiled "
-        "copy of the package taken at the start (other edits of the tree during the run do not reach them).",
+        "copy of the package taken at the start (other edits of the tree during the run do not reach them). "
+        "`public calls`: one public function's first call alone, in a fresh process with an empty cache (its "
+        "setup untimed): `compile_s` = first - second call; target `compile_s` <= 2.",
     )
+    if args.calls or not (args.quick or args.areas):
+        for i, (area, label, _, _) in enumerate(CALLS):
+            print(f"- {label}", flush=True)
+            try:
+                rec.add(**measure_call(i))
+            except (RuntimeError, subprocess.SubprocessError) as exc:
+                rec.add(section="public calls", area=area, call=label, error=str(exc)[:200])
+        if args.calls:
+            if snapshot is not None:
+                shutil.rmtree(snapshot, ignore_errors=True)
+            rec.save(update_keys=("section", "area", "call"))
+            return
     logs: dict = {}
     print("- numba baseline", flush=True)
     baseline = measure_baseline()
