@@ -353,6 +353,7 @@ def run(
     residual_off = eps_abs == 0.0 and eps_rel == 0.0
     snapped, snap_primal, snap_iter, next_watch = False, np.inf, 0, _WATCH_EVERY
     infeasible_why = None
+    last_cert, cert_iter, avg_lb, avg_iter = None, -1, -np.inf, -1
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -371,7 +372,8 @@ def run(
                 break
             ex.average()
             if n_iter >= next_gap or small:
-                lb, obj, cviol = ex.certify()
+                lb, obj, cviol = last_cert = ex.certify()
+                cert_iter = n_iter
                 # every bound ever computed is valid (weak duality holds for any multipliers), and ADMM's
                 # oscillate: the gap of z is taken against the best of them
                 best_lb = max(best_lb, lb)
@@ -380,7 +382,9 @@ def run(
                 near = gap_now <= _AVG_WITHIN * gap_tol or n_checks % _AVG_EVERY == 0
                 if gap_tol < gap_now and near and np.isfinite(gap_now) and (small or residual_off):
                     # a feasible z close to certified waits for its bound: try the averaged multipliers too
-                    best_lb = max(best_lb, ex.certify(averaged=True)[0])
+                    avg_lb = ex.certify(averaged=True)[0]
+                    avg_iter = n_iter
+                    best_lb = max(best_lb, avg_lb)
                     gap_now = bound.gap(obj, best_lb, cviol)
                 next_gap = n_iter + (_CHUNK if cviol <= FEASIBILITY_TOL else _GAP_EVERY_INFEASIBLE)
                 shown_gap = gap_now
@@ -421,9 +425,11 @@ def run(
         cert = None
         lower_bound = ex.offset
     else:
-        # every bound is valid: the best seen during the run, or those of both multipliers now
-        cert = ex.certify()
-        lower_bound = max(best_lb, cert[0], ex.certify(averaged=True)[0])
+        # every bound is valid: the best seen during the run, or those of both multipliers now (those of the
+        # last check when no iteration ran since)
+        cert = last_cert if cert_iter == n_iter else ex.certify()
+        avg = avg_lb if avg_iter == n_iter else ex.certify(averaged=True)[0]
+        lower_bound = max(best_lb, cert[0], avg)
     full, objective, viol = ex.answer(cert)
     gap = bound.gap(objective, lower_bound, viol)
     # a converged feasible model has z within |c_k| * primal residual of each constraint's local copy
