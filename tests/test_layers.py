@@ -37,6 +37,7 @@ LAYERS: dict[str, tuple[int, tuple[str, ...]]] = {
     # (1) the model layer and its file formats
     "factorgraph": (1, ("potentials",)),
     "_evidence": (1, ("factorgraph",)),  # conditioning a FactorGraph on evidence, and scattering back
+    "_compiled_graph": (1, ("factorgraph",)),  # a FactorGraph compiled once into the arrays its engines share
     "io": (1, ("factorgraph", "potentials")),
     "potentials": (1, ()),  # the count-based clique potentials: a CliqueFactor's scores
     "tractable": (1, ("factorgraph",)),  # the package's own __init__: the public model names

@@ -881,6 +881,7 @@ class FactorGraph:
         self._constant = _check_constant(constant)
         self._state_names = None if state_names is None else _check_state_names(state_names, card)
         self._factors: list[Factor] = []
+        self._compiled = None  # (n_factors, compiled form): see _compiled_form
         kept = np.arange(len(card), dtype=np.int64)
         kept.flags.writeable = False
         self._kept_variables = kept
@@ -925,6 +926,24 @@ class FactorGraph:
     def __repr__(self) -> str:
         return f"FactorGraph(n_variables={self.n_variables}, n_factors={len(self._factors)})"
 
+    # ------------------------------------------------------------------ the compiled form (a cache)
+    _compiled = None  # graphs unpickled from earlier versions have no cache either
+
+    def _compiled_form(self, build):
+        """``build(self)`` (:func:`tractable._compiled_graph.compiled_graph`'s builder), computed once and kept until
+        the graph changes: :meth:`add_factor` drops it, and a graph whose factor list grew some other way (a
+        shallow copy sharing it) is rebuilt too."""
+        n = len(self._factors)
+        if self._compiled is None or self._compiled[0] != n:
+            self._compiled = (n, build(self))
+        return self._compiled[1]
+
+    def __getstate__(self) -> dict:
+        """Pickles and copies leave the compiled form out (it is rebuilt on use)."""
+        state = self.__dict__.copy()
+        state.pop("_compiled", None)
+        return state
+
     def add_factor(self, factor: Factor) -> int:
         """Add a factor and return its index in :attr:`factors`.
 
@@ -947,6 +966,7 @@ class FactorGraph:
         if isinstance(factor, CliqueFactor):
             factor = factor._bind(self._cardinalities)  # one built without `n_states` takes the graph's
         self._factors.append(factor)
+        self._compiled = None
         return len(self._factors) - 1
 
     def add_factors(self, factors: Iterable[Factor]) -> None:
@@ -1075,6 +1095,7 @@ class FactorGraph:
             self._cardinalities[kept], [self._names[i] for i in kept], constant=constant, state_names=state_names
         )
         out._factors = factors
+        out._compiled = None
         kept.flags.writeable = False
         out._kept_variables = kept
         return out

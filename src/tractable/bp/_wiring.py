@@ -1,4 +1,10 @@
-"""A factor graph compiled once into the flat arrays the belief-propagation engine iterates on."""
+"""A factor graph compiled into the flat arrays the belief-propagation engine iterates on.
+
+The graph's shared compiled form (:func:`tractable._compiled_graph.compiled_graph`: table stacks, edges,
+scoring plan; cached on the graph) is built once; this module adds what only belief propagation needs: the
+prior of the single-variable tables, the shifts of huge tables, the edges without the folded tables, and the
+factors grouped by message handler.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._compiled_graph import CompiledGraph, ScorePlan, compiled_graph
 from ..factorgraph import FactorGraph, TableFactor
 from . import _kernels
 from ._blocks import spanning_forest
 from ._registry import handler_for
 
 __all__ = ["ScorePlan", "Wiring", "Workspace", "compile_graph", "score_plan"]
-
-
-@dataclass(frozen=True)
-class ScorePlan:
-    """How to score an assignment of a graph with one gather per table shape (see :func:`score_plan`).
-
-    Attributes
-    ----------
-    constant : float
-        The graph's constant.
-    n_factors : int
-    tables : tuple of (positions (F,), tables (F, S), variables (F, k), strides (k,))
-        The table factors of each shape: their positions in ``fg.factors``, their flattened tables, their
-        variables and the C-order strides of the shape.
-    others : tuple of (position, factor)
-        Every other factor (scored by its own ``evaluate``).
-    """
-
-    constant: float
-    n_factors: int
-    tables: tuple
-    others: tuple
 
 
 @dataclass(frozen=True)
@@ -104,67 +89,10 @@ def _shifted(table: np.ndarray) -> tuple[np.ndarray, float]:
         return table - m, m
 
 
-def _table_shapes(factors) -> tuple[dict, list, list, set]:
-    """One pass over ``factors``: ``{shape: positions}`` of the table factors over at least one variable,
-    the positions of the other factors over at least one variable, those of the factors over none, and the
-    set of the factors' types."""
-    types = set(map(type, factors))
-    if types <= {TableFactor}:  # plain tables only (the common case): grouped by shape with NumPy
-        shapes = [fac.log_table.shape for fac in factors]
-        index = {shape: k for k, shape in enumerate(dict.fromkeys(shapes))}
-        ids = np.fromiter(map(index.__getitem__, shapes), dtype=np.int64, count=len(shapes))
-        by_shape = {shape: np.flatnonzero(ids == k).tolist() for shape, k in index.items() if shape}
-        return by_shape, [], np.flatnonzero(ids == index[()]).tolist() if () in index else [], types
-    by_shape: dict = {}
-    others: list = []
-    empty: list = []
-    for fi, fac in enumerate(factors):
-        if len(fac.variables) == 0:
-            empty.append(fi)
-        elif isinstance(fac, TableFactor):
-            by_shape.setdefault(fac.log_table.shape, []).append(fi)
-        else:
-            others.append(fi)
-    return by_shape, others, empty, types
-
-
-def _stack(factors, positions: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(positions, tables (F, prod(shape)), variables (F, k))`` of table factors of one shape (concatenated
-    along their first axis, which is much faster than ``np.stack`` for many small arrays)."""
-    pos = np.asarray(positions, dtype=np.int64)
-    n = len(positions)
-    tables = np.concatenate([factors[i].log_table for i in positions]).reshape(n, -1)
-    variables = np.concatenate([factors[i].variables for i in positions]).astype(np.int64, copy=False).reshape(n, -1)
-    return pos, tables, variables
-
-
-def _strides(shape: tuple) -> np.ndarray:
-    return np.asarray(np.cumprod((shape[1:] + (1,))[::-1])[::-1], dtype=np.int64).reshape(len(shape))
-
-
-def _plan(fg: FactorGraph, factors, stacks: dict, types: set, rest: list) -> ScorePlan:
-    """The :class:`ScorePlan` from the stacks of :func:`_stack` by shape; ``rest``: the other factors' positions."""
-    tables, others = [], []
-    plain = TableFactor.evaluate
-    every = all(t.evaluate is plain for t in types if issubclass(t, TableFactor))
-    for shape, (pos, flat, variables) in stacks.items():
-        if every:
-            tables.append((pos, flat, variables, _strides(shape)))
-            continue
-        own = np.fromiter((type(factors[i]).evaluate is plain for i in pos.tolist()), dtype=bool, count=pos.shape[0])
-        if own.any():
-            tables.append((pos[own], flat[own], variables[own], _strides(shape)))
-        others += [int(i) for i in pos[~own]]
-    others = sorted(others + rest)
-    return ScorePlan(float(fg.constant), len(factors), tuple(tables), tuple((i, factors[i]) for i in others))
-
-
 def score_plan(fg: FactorGraph) -> ScorePlan:
-    """The :class:`ScorePlan` of ``fg``: its table factors stacked by shape (one Python pass over the factors)."""
-    factors = fg.factors
-    by_shape, others, empty, types = _table_shapes(factors)
-    stacks = {shape: _stack(factors, positions) for shape, positions in by_shape.items()}
-    return _plan(fg, factors, stacks, types, others + empty)
+    """The :class:`~tractable._compiled_graph.ScorePlan` of ``fg``: its table factors stacked by shape (from the
+    graph's cached compiled form)."""
+    return compiled_graph(fg).score
 
 
 def _forest_mask(stacks: dict, factors, types: set, n: int, table_handler, handler_of) -> np.ndarray:
@@ -206,17 +134,15 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False, blocks: bool = F
     spanning forest (:func:`_forest_mask`) form a group of their own, the last one, described by
     :attr:`Wiring.blocks`.
     """
-    card = np.asarray(fg.cardinalities, dtype=np.int64)
+    graph = compiled_graph(fg)
+    card = graph.cardinalities
     n = card.shape[0]
     width = int(card.max()) if n else 1
     states = np.arange(width)
     prior = np.where(states[None, :] < card[:, None], 0.0, -np.inf)
-    factors = fg.factors
-    by_shape, others, empty, types = _table_shapes(factors)
-    additions = [(fi, float(factors[fi].to_table())) for fi in empty]  # added to the constant in factor order
-    stacks = {shape: _stack(factors, positions) for shape, positions in by_shape.items()}
-    plan = _plan(fg, factors, stacks, types, others + empty)
-    arity = np.zeros(len(factors), dtype=np.int64)  # edges of each factor (0: folded or over no variable)
+    factors, others, types = graph.factors, graph.others, graph.types
+    additions = [(fi, float(factors[fi].to_table())) for fi in graph.empty]  # added to the constant in factor order
+    stacks = {st.shape: (st.positions, st.tables, st.variables) for st in graph.tables}
     shifted: dict = {}  # factor position -> its shifted table (factors over two or more variables)
     unary_pos, unary_var = [], []
     for shape, (pos, flat, variables) in stacks.items():
@@ -236,16 +162,14 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False, blocks: bool = F
                 np.add.at(prior, (variables[:, :1], np.arange(shape[0])[None, :]), flat)
             unary_pos.append(pos)
             unary_var.append(variables[:, 0])
-        else:
-            arity[pos] = len(shape)
-    for fi in others:
-        arity[fi] = len(factors[fi].variables)
+    unary = (
+        np.concatenate(unary_pos) if unary_pos else np.zeros(0, np.int64),
+        np.concatenate(unary_var) if unary_var else np.zeros(0, np.int64),
+    )
+    arity, start, ev, var_ptr, var_edges = _edges_without(graph, unary[0])
     constant = float(fg.constant)
     for _, value in sorted(additions, key=lambda a: a[0]):
         constant += value
-    start = np.cumsum(arity) - arity
-    n_edges = int(arity.sum())
-    ev = np.empty(n_edges, dtype=np.int64)
     # every factor with edges, by handler: chunks of (positions, factors, edge-id rows), then in factor order
     cache: dict = {}
     chunks: dict = {}
@@ -266,11 +190,10 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False, blocks: bool = F
     if blocks and not per_factor:
         table_handler = handler_of(TableFactor)
         in_forest = _forest_mask(stacks, factors, types, n, table_handler, handler_of)
-    for shape, (pos, _, variables) in stacks.items():
+    for shape, (pos, _, _) in stacks.items():
         if len(shape) < 2:
             continue
         eids = start[pos][:, None] + np.arange(len(shape))[None, :]
-        ev[eids] = variables
         if in_forest is not None and len(shape) == 2 and in_forest[pos].any():
             tree_rows = in_forest[pos]
             forest_parts.append((pos[tree_rows], eids[tree_rows]))
@@ -288,7 +211,6 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False, blocks: bool = F
             chunks.setdefault(h, []).append((pos[keep], [facs[i] for i in keep], list(eids[keep])))
     for fi in others:
         eids = np.arange(start[fi], start[fi] + arity[fi], dtype=np.int64)
-        ev[eids] = factors[fi].variables
         chunks.setdefault(handler_of(type(factors[fi])), []).append((np.array([fi]), [factors[fi]], [eids]))
     by_handler = {}
     for h, parts in chunks.items():
@@ -326,16 +248,29 @@ def compile_graph(fg: FactorGraph, *, per_factor: bool = False, blocks: bool = F
         forest = (len(groups) - 1, padded)
     edge_card = card[ev]
     pad = states[None, :] >= edge_card[:, None]
-    var_edges = np.argsort(ev, kind="stable").astype(np.int64)
-    var_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(ev, minlength=n), out=var_ptr[1:])
-    unary = (
-        np.concatenate(unary_pos) if unary_pos else np.zeros(0, np.int64),
-        np.concatenate(unary_var) if unary_var else np.zeros(0, np.int64),
-    )
     for arr in (card, prior, ev, edge_card, pad, var_ptr, var_edges, *unary):
         arr.flags.writeable = False
-    return Wiring(card, width, prior, constant, ev, edge_card, pad, var_ptr, var_edges, groups, unary, plan, forest)
+    return Wiring(
+        card, width, prior, constant, ev, edge_card, pad, var_ptr, var_edges, groups, unary, graph.score, forest
+    )
+
+
+def _edges_without(graph: CompiledGraph, folded: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(arity, start, edge_var, var_ptr, var_edges)``: the graph's edges (:class:`~tractable._compiled_graph.
+    CompiledGraph`) renumbered without those of the single-variable tables at positions ``folded`` (one edge each,
+    folded into the prior), in the same order; the shared arrays themselves when nothing is folded."""
+    if not folded.size:
+        return graph.arity, graph.edge_start, graph.edge_var, graph.var_ptr, graph.var_edges
+    arity = graph.arity.copy()
+    arity[folded] = 0
+    keep = np.ones(graph.edge_var.shape[0], dtype=bool)
+    keep[graph.edge_start[folded]] = False
+    ev = graph.edge_var[keep]
+    renumbered = np.cumsum(keep, dtype=np.int64) - 1  # an edge's id once the folded ones are gone
+    var_edges = renumbered[graph.var_edges[keep[graph.var_edges]]]
+    var_ptr = np.zeros(graph.cardinalities.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ev, minlength=var_ptr.shape[0] - 1), out=var_ptr[1:])
+    return arity, np.cumsum(arity) - arity, ev, var_ptr, var_edges
 
 
 def _private(a: np.ndarray, dtype) -> np.ndarray:

@@ -526,14 +526,7 @@ class _BlockStep:
 def _score(plan: ScorePlan, assignment: np.ndarray) -> float:
     """``fg.score(assignment)`` with one gather per table shape: the factors' values summed in factor order
     from the constant (a cumulative sum, as ``fg.score`` adds them), so the result is the same float."""
-    values = np.empty(plan.n_factors + 1)
-    values[0] = plan.constant
-    for pos, flat, variables, strides in plan.tables:
-        values[1 + pos] = flat[np.arange(flat.shape[0]), assignment[variables] @ strides]
-    for pos, fac in plan.others:
-        values[1 + pos] = fac.evaluate(assignment[fac.variables][None, :])[0]
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.cumsum(values)[-1])
+    return plan.score(assignment)
 
 
 def _finish(fg, wiring, ws, kind, status, n_iter, residual, t0, rerun: _Rerun) -> BPResult:

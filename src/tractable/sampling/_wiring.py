@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._compiled_graph import CompiledGraph, compiled_graph
 from .._errors import ZeroPartitionError
 from ..factorgraph import CardinalityFactor, FactorGraph, TableFactor
 from ._kernels import KIND_COUNT, KIND_TABLE
@@ -99,37 +100,47 @@ def _scale_exp(*arrays: np.ndarray) -> int:
     return math.frexp(top)[1] + math.frexp(ratio)[1] + 2
 
 
+def _general(graph: CompiledGraph) -> list:
+    """The general factors in factor order, as ``(kind, variables, table or count potential)``: the tables over
+    three or more variables (rows of the graph's stacks) and the cardinality factors."""
+    factors = graph.factors
+    rest = sorted(graph.others + graph.empty)
+    bad = [i for i in rest if not isinstance(factors[i], (TableFactor, CardinalityFactor))]
+    if bad:
+        fac = factors[bad[0]]
+        raise TypeError(
+            f"the Gibbs sampler handles TableFactor and CardinalityFactor; got a {type(fac).__name__} over "
+            f"variables {np.asarray(fac.variables).tolist()}."
+        )
+    general = []  # (position, entry)
+    for st in graph.tables:
+        if len(st.shape) > 2:
+            general += [(p, (KIND_TABLE, v, t)) for p, v, t in zip(st.positions.tolist(), st.variables, st.tables)]
+    for i in rest:
+        fac = factors[i]
+        if isinstance(fac, CardinalityFactor):
+            # counting the zeros of binary variables is counting the ones backwards
+            f = fac.log_potentials if fac.counted == 1 else fac.log_potentials[::-1]
+            general.append((i, (KIND_COUNT, fac.variables, f)))
+    general.sort(key=lambda g: g[0])
+    return [g for _, g in general]
+
+
 def compile_binary(fg: FactorGraph) -> Wiring:
     """Compile a binary factor graph (checked by :func:`check_binary`).
 
-    One Python pass sorts the factors by kind; the fields, the coupling decomposition and the
-    finiteness checks then run as array operations over all unary and all pairwise tables at once.
-    Tables of huge finite scores are scaled down by a power of two first (see the module docstring).
+    Built from the graph's shared compiled form (:func:`tractable._compiled_graph.compiled_graph`, cached on the
+    graph): its stack of single-variable tables (shape ``(2,)``) gives the fields, its stack of pairwise tables
+    (``(2, 2)``) the coupling decomposition and the finiteness checks, as array operations over all of them at
+    once; every other factor is general. Tables of huge finite scores are scaled down by a power of two first
+    (see the module docstring).
     """
     n = fg.n_variables
-    u_vars, u_tabs, p_vars, p_tabs, general = [], [], [], [], []
-    for fac in fg.factors:
-        if isinstance(fac, TableFactor):
-            k = fac.variables.shape[0]
-            if k == 1:
-                u_vars.append(fac.variables[0])
-                u_tabs.append(fac.log_table)
-            elif k == 2:
-                p_vars.append(fac.variables)
-                p_tabs.append(fac.log_table)
-            elif k > 2:
-                general.append((KIND_TABLE, fac.variables, fac.log_table.ravel()))
-        elif isinstance(fac, CardinalityFactor):
-            # counting the zeros of binary variables is counting the ones backwards
-            f = fac.log_potentials if fac.counted == 1 else fac.log_potentials[::-1]
-            general.append((KIND_COUNT, fac.variables, f))
-        else:
-            raise TypeError(
-                f"the Gibbs sampler handles TableFactor and CardinalityFactor; got a {type(fac).__name__} over "
-                f"variables {np.asarray(fac.variables).tolist()}."
-            )
-    ut = np.stack(u_tabs) if u_tabs else np.zeros((0, 2))
-    pt = np.stack(p_tabs) if p_tabs else np.zeros((0, 2, 2))
+    graph = compiled_graph(fg)
+    general = _general(graph)
+    unary, pairwise = graph.stack((2,)), graph.stack((2, 2))
+    ut = unary.tables if unary is not None else np.zeros((0, 2))
+    pt = pairwise.tables.reshape(-1, 2, 2) if pairwise is not None else np.zeros((0, 2, 2))
     g_all = np.concatenate([np.ravel(g[2]) for g in general]) if general else np.zeros(0)
     scale_exp = _scale_exp(ut, pt, g_all)
     if scale_exp:  # huge scores: every table times 2**-scale_exp (exact, a power of two)
@@ -138,8 +149,8 @@ def compile_binary(fg: FactorGraph) -> Wiring:
     field = np.zeros(n)
     forbid0 = np.zeros(n, dtype=bool)
     forbid1 = np.zeros(n, dtype=bool)
-    if u_tabs:
-        uv = np.asarray(u_vars, dtype=np.int64)
+    if unary is not None:
+        uv = unary.variables[:, 0]
         np.logical_or.at(forbid0, uv, np.isneginf(ut[:, 0]))
         np.logical_or.at(forbid1, uv, np.isneginf(ut[:, 1]))
         fin = np.isfinite(ut).all(axis=1)
@@ -149,8 +160,8 @@ def compile_binary(fg: FactorGraph) -> Wiring:
         raise ZeroPartitionError(f"no configuration has non-zero probability: variable {v} has both states forbidden.")
     pr = pc = np.zeros(0, dtype=np.int64)
     pw = np.zeros(0)
-    if p_tabs:
-        pv = np.stack(p_vars).astype(np.int64)
+    if pairwise is not None:
+        pv = pairwise.variables
         fin = np.isfinite(pt).all(axis=(1, 2))
         for i in np.flatnonzero(~fin):  # pairwise tables with -inf entries are general factors
             general.append((KIND_TABLE, pv[i], pt[i].ravel()))

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from .._compiled_graph import score as score_of
 from .._evidence import condition, full_assignment, full_marginals
 from .._random import streams
 from .._results import (
@@ -210,7 +211,7 @@ def adaptive_mmp(
         sub_confidence, sub_count = confidence, count
         confidence, count = np.ones(full.n_variables), np.zeros(full.n_variables, dtype=np.int64)
         confidence[kept], count[kept] = sub_confidence, sub_count
-    score = float(full.score(assignment))  # summed without intermediate overflow: +inf only beyond range
+    score = score_of(full, assignment)  # as full.score: summed without intermediate overflow, +inf only beyond range
     if score == np.inf:
         raise ValueError(
             "`fg` must keep the scores of its labellings within float64's range (about 1.8e308); got a decided "

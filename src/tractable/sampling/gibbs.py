@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from .._compiled_graph import score
 from .._random import streams
 from .._results import COMPLETED, TIME_LIMIT_REACHED, frozen_array, stop_message, warn_stopped
 from .._validate import as_binary_assignment, check_int, check_memory, check_positive, check_rng
@@ -23,11 +24,11 @@ def initial_state(fg, wiring: Wiring, init) -> np.ndarray:
     else a max-product belief-propagation decoding. Raises ValueError if none is feasible."""
     if init is not None:
         x = as_binary_assignment(init, "init", wiring.n)
-        if fg.score(x) == -np.inf:
+        if score(fg, x) == -np.inf:
             raise ValueError("`init` must be a feasible state (score > -inf); it violates a hard constraint.")
         return x
     x = np.where(wiring.forbid0, 1, np.where(wiring.forbid1, 0, (wiring.field > 0).astype(np.int64)))
-    if wiring.g_kind.shape[0] == 0 or fg.score(x) > -np.inf:
+    if wiring.g_kind.shape[0] == 0 or score(fg, x) > -np.inf:
         return x.astype(np.int64)
     return _decoded_state(fg, np.random.default_rng(0))
 
@@ -43,13 +44,13 @@ def _decoded_state(fg, gen) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         x = np.array(loopy(fg, task="map", max_iter=200, damping=0.5).assignment, dtype=np.int64)
-        if fg.score(x) > -np.inf:
+        if score(fg, x) > -np.inf:
             return x
         tilted = fg.condition({})
         for v in range(fg.n_variables):
             tilted.add_factor(TableFactor([v], [0.0, 1e-6 * gen.standard_normal()]))
         x = np.array(loopy(tilted, task="map", max_iter=200, damping=0.5).assignment, dtype=np.int64)
-    if fg.score(x) == -np.inf:
+    if score(fg, x) == -np.inf:
         raise ValueError(
             "no feasible starting state found (the hard constraints exclude the unary-optimal state and the "
             "belief-propagation decodings); pass a feasible `init`."

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._compiled_graph import compiled_graph
 from .._validate import as_float_array, as_index_array
 from ..factorgraph import CardinalityFactor, FactorGraph, TableFactor
 from ._wiring import check_binary
@@ -123,13 +124,15 @@ def prune(fg: FactorGraph, confident, mu) -> FactorGraph:
     kept = np.flatnonzero(~mask)
     mapping = np.full(n, -1, dtype=np.int64)
     mapping[kept] = np.arange(kept.shape[0])
+    graph = compiled_graph(fg)
+    factor_of_edge = np.repeat(np.arange(graph.n_factors), graph.arity)
+    touching = np.unique(factor_of_edge[~mask[graph.edge_var]])  # the factors over some unconfident variable
     tables: dict = {}
     counts: dict = {}
-    for fac in fg.factors:
+    for fi in touching.tolist():
+        fac = graph.factors[fi]
         v = np.asarray(fac.variables, dtype=np.int64)
         c = mask[v]
-        if v.shape[0] == 0 or c.all():
-            continue
         if isinstance(fac, CardinalityFactor):
             f0 = fac.log_potentials if fac.counted == 1 else fac.log_potentials[::-1]  # a count of zeros, reversed
             f = expected_count_potential(f0, mu[v[c]]) if c.any() else f0
