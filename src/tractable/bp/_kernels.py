@@ -13,7 +13,10 @@ Compilation time is part of the design (a fresh install compiles each kernel onc
 C-contiguous int64 / float64 / bool arrays), allocates nothing (the callers pass the scratch space, sized
 by :func:`chain_work_size` and :func:`sort_work_sizes`), compiles no numba library routine with it
 (``np.argsort``'s quicksort, as slow to compile as the kernel around it, is written out), and
-writes each computation once (``inline="always"`` only for :func:`_send`, whose two call sites are hot).
+writes each computation once (``inline="always"`` only for :func:`_send`, whose one call site, in the loop body
+that both passes of :func:`tree_sum_product` share, is hot). Helpers that only kernels call are compiled without a
+Python entry point (``no_cpython_wrapper``) and use no builtin (``max``) whose implementation numba would compile
+once more for their options.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from .._numba import njit
 _NINF = -np.inf
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _lae(x, y):
     """``log(exp(x) + exp(y))``, exact for ``-inf`` operands."""
     if x == _NINF:
@@ -260,7 +263,8 @@ def _send(pairwise, base, s_out, s_in, work, r_in, r_out, k):
 
     ``work[r_out, i] = log sum_j exp(pairwise[base + i s_out + j s_in] + work[r_in, j])``, then minus its
     log normalizer, whose ``(max, log sum exp(. - max))`` is returned (``(-inf, 0)``, the row left as it
-    is, when every entry is ``-inf``). Inlined: a call per node costs k = 2 models measurable time.
+    is, when every entry is ``-inf``). Inlined (at its one call site): a call per node costs k = 2 models
+    measurable time.
     """
     for i in range(k):
         m = _NINF
@@ -316,70 +320,82 @@ def tree_sum_product(order, parent, edge, child_is_v, unary, pairwise, node_m, e
     DN = 3 * n
     BE = 4 * n
     CAV = 5 * n
-    for t in range(n - 1, -1, -1):
-        c = order[t]
-        for b in range(k):
-            work[BE + c, b] = _NINF if work[NI + c, b] > 0 else unary[c, b] + work[c, b]
-        p = parent[c]
-        if p < 0:
-            continue
-        sp, sc = (k, 1) if child_is_v[c] else (1, k)
-        m, ls = _send(pairwise, edge[c] * kk, sp, sc, work, BE + c, UP + c, k)
-        if m == _NINF:
-            return False
-        contrib[c] = m + ls
-        for a in range(k):
-            v = work[UP + c, a]
-            if v == _NINF:
-                work[NI + p, a] += 1.0
-            else:
-                work[p, a] += v
-    for t in range(n):
-        c = order[t]
-        p = parent[c]
-        if p >= 0:
-            base = edge[c] * kk
-            sp, sc = (k, 1) if child_is_v[c] else (1, k)
-            for a in range(k):
-                u = work[UP + c, a]
-                own = 1.0 if u == _NINF else 0.0
-                if work[NI + p, a] - own > 0:
-                    work[CAV, a] = _NINF
+    # phase 0: the upward pass (nodes in reverse order); phase 1: the downward pass (in order). One loop body for
+    # both, so that the one call site of _send serves both directions (inlined, it is compiled once)
+    for phase in range(2):
+        up = phase == 0
+        for t in range(n):
+            c = order[n - 1 - t] if up else order[t]
+            p = parent[c]
+            if up:
+                for b in range(k):
+                    work[BE + c, b] = _NINF if work[NI + c, b] > 0 else unary[c, b] + work[c, b]
+                if p < 0:
+                    continue
+            if p >= 0:
+                base = edge[c] * kk
+                sp, sc = (k, 1) if child_is_v[c] else (1, k)
+                if up:
+                    r_in = BE + c
+                    r_out = UP + c
+                    s_out = sp
+                    s_in = sc
                 else:
-                    work[CAV, a] = unary[p, a] + work[DN + p, a] + work[p, a] - (0.0 if own else u)
-            _send(pairwise, base, sc, sp, work, CAV, DN + c, k)
-            # edge marginal [y_parent, y_child], stored as [y_u, y_v] of the edge as given
-            jm = _NINF
-            for a in range(k):
-                for b in range(k):
-                    v = work[CAV, a] + pairwise[base + a * sp + b * sc] + work[BE + c, b]
-                    if v > jm:
-                        jm = v
+                    for a in range(k):
+                        u = work[UP + c, a]
+                        own = 1.0 if u == _NINF else 0.0
+                        if work[NI + p, a] - own > 0:
+                            work[CAV, a] = _NINF
+                        else:
+                            work[CAV, a] = unary[p, a] + work[DN + p, a] + work[p, a] - (0.0 if own else u)
+                    r_in = CAV
+                    r_out = DN + c
+                    s_out = sc
+                    s_in = sp
+                m, ls = _send(pairwise, base, s_out, s_in, work, r_in, r_out, k)
+                if up:
+                    if m == _NINF:
+                        return False
+                    contrib[c] = m + ls
+                    for a in range(k):
+                        v = work[UP + c, a]
+                        if v == _NINF:
+                            work[NI + p, a] += 1.0
+                        else:
+                            work[p, a] += v
+                    continue
+                # edge marginal [y_parent, y_child], stored as [y_u, y_v] of the edge as given
+                jm = _NINF
+                for a in range(k):
+                    for b in range(k):
+                        v = work[CAV, a] + pairwise[base + a * sp + b * sc] + work[BE + c, b]
+                        if v > jm:
+                            jm = v
+                s = 0.0
+                for a in range(k):
+                    for b in range(k):
+                        i = base + a * sp + b * sc
+                        w = np.exp(work[CAV, a] + pairwise[i] + work[BE + c, b] - jm)
+                        s += w
+                        edge_m[i] = w
+                for i in range(base, base + kk):
+                    edge_m[i] /= s
+            for b in range(k):
+                work[CAV, b] = work[BE + c, b] + work[DN + c, b]
+            m = _NINF
+            for b in range(k):
+                if work[CAV, b] > m:
+                    m = work[CAV, b]
+            if m == _NINF:  # a root whose tree has no configuration of positive mass (children have some)
+                return False
             s = 0.0
-            for a in range(k):
-                for b in range(k):
-                    i = base + a * sp + b * sc
-                    w = np.exp(work[CAV, a] + pairwise[i] + work[BE + c, b] - jm)
-                    s += w
-                    edge_m[i] = w
-            for i in range(base, base + kk):
-                edge_m[i] /= s
-        for b in range(k):
-            work[CAV, b] = work[BE + c, b] + work[DN + c, b]
-        m = _NINF
-        for b in range(k):
-            if work[CAV, b] > m:
-                m = work[CAV, b]
-        if m == _NINF:  # a root whose tree has no configuration of positive mass (children have some)
-            return False
-        s = 0.0
-        for b in range(k):
-            s += np.exp(work[CAV, b] - m)
-        ls = np.log(s)
-        if p < 0:  # a root's belief is its unary plus its children's messages: its log normalizer is m + ls
-            contrib[c] = m + ls
-        for b in range(k):
-            node_m[c, b] = np.exp(work[CAV, b] - m - ls)
+            for b in range(k):
+                s += np.exp(work[CAV, b] - m)
+            ls = np.log(s)
+            if p < 0:  # a root's belief is its unary plus its children's messages: its log normalizer is m + ls
+                contrib[c] = m + ls
+            for b in range(k):
+                node_m[c, b] = np.exp(work[CAV, b] - m - ls)
     return True
 
 
@@ -414,7 +430,7 @@ def var_beliefs(var_ptr, var_edges, prior_fin, prior_ninf, nu, fin, ninf):
             ninf[v, y] = prior_ninf[v, y] + c
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _cavity_entry(fin, ninf, u):
     """One entry of a cavity: the belief ``fin`` (with ``ninf`` ``-inf`` terms) without the message entry ``u``."""
     if u == _NINF:
@@ -422,7 +438,7 @@ def _cavity_entry(fin, ninf, u):
     return _NINF if ninf > 0.0 else fin - u
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _logaddexp(x, y):
     """``log(exp(x) + exp(y))`` as NumPy's ``logaddexp`` computes it (``-inf`` operands exact)."""
     if x == y:
@@ -433,23 +449,23 @@ def _logaddexp(x, y):
     return y + np.log1p(np.exp(d))
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _max_out(q0, q1, o0, o1, keep, lnew, lkeep):
     """A binary max-product message ``(q0, q1)`` shifted to maximum 0 and, with damping, mixed with the current
     one ``(o0, o1)`` and shifted again, as the engine's NumPy normalization and damping do."""
-    top = max(q0, q1)
+    top = q1 if q1 > q0 else q0  # max(q0, q1), without the builtin (compiled again for these options)
     q0 -= top
     q1 -= top
     if keep > 0.0:
         q0 = _logaddexp(lnew + q0, lkeep + o0)
         q1 = _logaddexp(lnew + q1, lkeep + o1)
-        top = max(q0, q1)
+        top = q1 if q1 > q0 else q0
         q0 -= top
         q1 -= top
     return q0, q1
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _sum_out(q0, q1, p0, p1, keep):
     """A binary sum-product message ``(q0, q1)`` (positive) as probabilities, mixed with the current ones
     ``(p0, p1)`` with damping: ``(r0, r1, log(r1 / r0), largest change)``."""
@@ -459,7 +475,9 @@ def _sum_out(q0, q1, p0, p1, keep):
     if keep > 0.0:
         r0 = (1.0 - keep) * r0 + keep * p0
         r1 = (1.0 - keep) * r1 + keep * p1
-    return r0, r1, np.log(r1 / r0), max(abs(r0 - p0), abs(r1 - p1))
+    c0 = abs(r0 - p0)
+    c1 = abs(r1 - p1)
+    return r0, r1, np.log(r1 / r0), c1 if c1 > c0 else c0  # max(c0, c1), without the builtin
 
 
 @njit(error_model="numpy")
@@ -559,7 +577,7 @@ def table_pairs(
     return residual, n_later
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _log_message(j, k, cards, digits, tlog, t0, size, mu, width, is_max, q, s):
     """One table factor's log message to its ``j``-th variable, over its ``size`` configurations (C order):
     ``q[y]`` for ``y < cards[j]`` receives the maximum (max-product) or the log-sum-exp (sum-product) over the
@@ -580,7 +598,8 @@ def _log_message(j, k, cards, digits, tlog, t0, size, mu, width, is_max, q, s):
                     acc += mu[i * width + digits[i]]
             y = digits[j]
             if rep == 0:
-                q[y] = max(q[y], acc)
+                qy = q[y]
+                q[y] = acc if acc > qy else qy  # max(q[y], acc), without the builtin
             elif acc != _NINF:
                 s[y] += np.exp(acc - q[y])
             i = k - 1

@@ -32,7 +32,11 @@ code): the closed forms and the per-term updates of the vectorized loops live in
 themselves are inlined into the two kernels (no kernel of their own, whose code would be compiled
 again in its caller); work arrays come from the callers (:func:`admm_work`; numba's allocation
 routines are not compiled); the general code (arity above two, constraints with local copies) is
-compiled only for the models that have such terms (a ``None`` work space prunes it).
+compiled only for the models that have such terms (a ``None`` work space prunes it). Its kernels
+(:func:`_root_multiplier`, :func:`_general_terms`, and the certificate's) are called, not inlined, have
+no Python entry point (``no_cpython_wrapper``) and are compiled for size (:func:`tractable._numba.scalar_loops`): their
+loops run over the unknowns of one term, a few, where vectorized copies never run but cost compilation,
+twice (on their own and again in the kernel that links them).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 from numba import prange
 
 from .._numba import njit
+from .._numba import scalar_loops as _scalar_loops  # bound.py's kernels take it from here too
 from ._closed import (
     pair_multiplier,
     pair_projection,
@@ -57,7 +62,7 @@ KIND_LEQ = 2  # constraint c·x + b <= 0
 KIND_EQ = 3  # constraint c·x + b == 0
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _clip01(v):
     if v < 0.0:
         return 0.0
@@ -76,8 +81,8 @@ def _g_at(d, sc, ds, c, s0, b, k, sgn, lam):
     return s
 
 
-@njit
-def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
+@njit(no_cpython_wrapper=True)
+def _root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
     """Solve ``g(lam) - inv_kappa * lam = 0`` for ``lam >= 0`` and write ``clip(d - lam c')`` to ``out``.
 
     The term's coefficients are ``c[s0:s0 + k]`` and its outputs ``out[s0:s0 + k]``; ``d[ds:ds + k]``
@@ -90,6 +95,7 @@ def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
     ``bp[bs:bs + 2 k]`` is scratch space. (Offsets instead of slices: no array views are created,
     which matters inside parallel loops.)
     """
+    _scalar_loops()
     # fast path: one Newton step from lam = 0 on the linear piece to the right of 0; accepted when
     # the free set at the new point is the same (then it is the exact root)
     num = sgn * b
@@ -201,6 +207,12 @@ def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
 
 
 @njit
+def root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
+    """:func:`_root_multiplier` from Python (the kernels call that one, compiled without a Python entry point)."""
+    return _root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs)
+
+
+@njit
 def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
     """Minimizer of one local problem (potential or constraint) written to ``out[s0:s0 + k]``.
 
@@ -220,16 +232,16 @@ def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
         g0 += c[s0 + i] * v
     if kind == KIND_EQ:
         if g0 > 0.0:
-            root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
+            _root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
         elif g0 < 0.0:
-            root_multiplier(d, sc, ds, c, s0, b, k, -1.0, 0.0, out, bp, bs)
+            _root_multiplier(d, sc, ds, c, s0, b, k, -1.0, 0.0, out, bp, bs)
         return
     if g0 <= 0.0 or (kind != KIND_LEQ and w <= 0.0):
         return
     if kind == KIND_LEQ:
-        root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
+        _root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
     elif kind == KIND_SQUARED:
-        root_multiplier(d, sc, ds, c, s0, b, k, 1.0, rho / (2.0 * w), out, bp, bs)
+        _root_multiplier(d, sc, ds, c, s0, b, k, 1.0, rho / (2.0 * w), out, bp, bs)
     else:
         # alpha^(2): the linear side
         step = w / rho
@@ -240,7 +252,7 @@ def local_update(kind, d, sc, ds, c, s0, b, w, rho, k, out, bp, bs):
             for i in range(k):
                 out[s0 + i] = _clip01(d[ds + i] - step * c[s0 + i] * sc[ds + i])
         else:
-            root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
+            _root_multiplier(d, sc, ds, c, s0, b, k, 1.0, 0.0, out, bp, bs)
 
 
 @njit(forceinline=True)
@@ -441,10 +453,11 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
         )
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _general_terms(indptr, idx, coef, const, weight, kind, first, x, y, zl, rho, alpha, acc, sums, scratch):
     """Steps 1-4 of :func:`block_pass` for its terms from ``first`` on, one sweep per term; adds the three
     partial squared norms to ``sums``."""
+    _scalar_loops()
     n_terms = indptr.shape[0] - 1
     maxk = scratch.shape[0] // 4
     d = scratch[:maxk]
@@ -532,7 +545,7 @@ def _general_terms(indptr, idx, coef, const, weight, kind, first, x, y, zl, rho,
                         x[s + j] = _clip01(d[j] - lam * sgn * coef[s + j])
             if not ok:
                 # int64 offsets, not the literal 0: the signature of local_update's calls (one compilation)
-                root_multiplier(d, ones, np.int64(0), coef, s, b, k, sgn, ik, x, bp, np.int64(0))
+                _root_multiplier(d, ones, np.int64(0), coef, s, b, k, sgn, ik, x, bp, np.int64(0))
         for j in range(s, s + k):
             v = idx[j]
             xh = alpha * x[j] + beta * zl[v]
@@ -623,7 +636,7 @@ def consensus_step(
             # g0 > 0: from above (sign 1); g0 < 0 for an equality: from below (sign -1)
             if g0 > 0.0 or (g0 < 0.0 and zc_kind[t] == KIND_EQ):
                 sgn = 1.0 if g0 > 0.0 else -1.0
-                root_multiplier(d, sc, s, zc_coef, s, b, k, sgn, 0.0, zbuf, bp, np.int64(0))
+                _root_multiplier(d, sc, s, zc_coef, s, b, k, sgn, 0.0, zbuf, bp, np.int64(0))
     for j in range(zc_idx.shape[0]):
         z[zc_idx[j]] = zbuf[j]
     dual = 0.0

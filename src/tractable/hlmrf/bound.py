@@ -167,7 +167,7 @@ def term_minimum_reference(kind: str, y, c, b: float, weight: float = 0.0) -> fl
     return best
 
 
-@njit
+@njit(inline="always")
 def _dual_term(y, ys, c, cs, k, b, q, lo, hi, tb, db, out):
     """A (near-)maximizer's value of ``h`` (module docstring) for one term; ``out[0]`` += rounding slack.
 
@@ -229,7 +229,7 @@ def _dual_term(y, ys, c, cs, k, b, q, lo, hi, tb, db, out):
     return val
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _domain(kind, w):
     if kind == 0:
         return 0.0, 0.0 if 0.0 > w else w, 0.0  # max(w, 0.0), without the builtin
@@ -345,10 +345,11 @@ def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, 
         _general_certificate(indptr, idx, coef, const, weight, kind, n_pair + n_single, y, zl, yl, part, scratch)
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _general_certificate(indptr, idx, coef, const, weight, kind, first, y, zl, yl, part, scratch):
     """:func:`block_certificate` for the terms from ``first`` on (the sweep of :func:`_dual_term`),
     added to ``part``."""
+    _kernels._scalar_loops()
     m = scratch.shape[0] // 2
     tb = scratch[:m]
     db = scratch[m : 2 * m]
@@ -478,10 +479,11 @@ def consensus_certificate(
     return out
 
 
-@njit
+@njit(no_cpython_wrapper=True)
 def _general_constraint_certificate(first, ny, zz, zc_indptr, zc_coef, zc_const, zc_kind, acc, scratch):
     """:func:`consensus_certificate` for the constraints from ``first`` on (the sweep of
     :func:`_dual_term`), added to ``acc`` (dual values, magnitudes, slack, largest violation)."""
+    _kernels._scalar_loops()
     m = scratch.shape[0] // 2
     tb = scratch[:m]
     db = scratch[m : 2 * m]
