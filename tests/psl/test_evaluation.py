@@ -237,3 +237,14 @@ def test_frame_errors():
         evaluate_predicate(good, {"a": 1.0}, 1)
     with pytest.raises(ValueError, match=re.escape("`predictions` lists the atom ('a') twice")):
         evaluate_predicate(_frame(["a", "a"], [0.5, 0.6]), good, 1)
+
+
+def test_average_ranks_equal_scipys_rankdata_with_ties():
+    from scipy.stats import rankdata
+
+    from tractable.psl.evaluation import _average_ranks
+
+    gen = np.random.default_rng(0)
+    for _ in range(500):
+        v = np.round(gen.random(int(gen.integers(1, 40))), 1)  # many ties
+        np.testing.assert_array_equal(_average_ranks(v), rankdata(v))

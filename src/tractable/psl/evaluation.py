@@ -261,10 +261,23 @@ def _auroc(y: np.ndarray, s: np.ndarray) -> float:
     n_neg = y.size - n_pos
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    from scipy.stats import rankdata
-
-    ranks = rankdata(np.concatenate([s[y], s[~y]]))  # average ranks: ties count one half
+    ranks = _average_ranks(np.concatenate([s[y], s[~y]]))  # ties count one half
     return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _average_ranks(v: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``v`` (shape (n,)), tied values sharing the average of their ranks (as
+    ``scipy.stats.rankdata``, without importing SciPy's statistics for one sort)."""
+    order = np.argsort(v, kind="stable")
+    sv = v[order]
+    new = np.empty(sv.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(sv[1:], sv[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], sv.size)
+    ranks = np.empty(v.size)
+    ranks[order] = ((starts + 1 + ends) / 2.0)[np.cumsum(new) - 1]
+    return ranks
 
 
 def _ratio(a, b) -> float:
