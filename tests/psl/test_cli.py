@@ -243,3 +243,24 @@ def test_workers_solve_on_a_local_dask_cluster_with_the_answer_of_one_process(pr
         assert main([*argv, "--output", str(program / "bad")]) == 2
         assert message in capsys.readouterr().err
     assert not (program / "bad").exists()
+
+
+def test_the_background_preload_loads_the_signatures_a_program_uses():
+    """`tractable psl` loads the solver's kernels on a tiny problem while it grounds: a program's inference must
+    then need no other compiled signature (checked in a fresh process, where only these two calls load any)."""
+    code = """
+import warnings
+warnings.simplefilter("ignore")
+from tractable.cli.psl import _preload_solver
+from tractable.hlmrf import _kernels, bound
+kernels = [_kernels.admm_steps, _kernels._term_values, bound.certificate_pass]
+_preload_solver()
+before = [set(k.signatures) for k in kernels]
+assert all(before), "the preload loaded nothing"
+from tractable.demo.psl import collective_classification
+model, _ = collective_classification(60, rng=0)  # functional rules: a categorical constraint per node
+model.infer()
+after = [set(k.signatures) for k in kernels]
+assert after == before, [sorted(map(str, a - b)) for a, b in zip(after, before)]
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
