@@ -220,6 +220,7 @@ class Fused(_InProcess):
             return False
         self.x[:] = state[0]
         self.y[:] = state[1]
+        self.y_avg[:] = state[1]  # the average starts at the multipliers, as a cold start's (both 0)
         return True
 
     def average(self) -> None:
@@ -270,6 +271,8 @@ class Blocks(_InProcess):
             return False
         for a, b in zip(state, mine):
             b[:] = a
+        for ab, (_, yb) in zip(self.avgs, self.states):  # the averages start at the multipliers, as cold
+            ab[:] = yb
         return True
 
     def certify(self, averaged: bool = False):
