@@ -442,6 +442,7 @@ def _solve_admm(
         zcons=zcons,
         t0=t0,
         keep_state=keep_state,
+        warm=warm_start is not None,
         **tols,
     )
 
