@@ -216,8 +216,10 @@ def run_psl_learn(config: Path, method: str, out: Path, timeout: float) -> dict:
         run.unlink(missing_ok=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0 or not (out / "learned.psl").exists():
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
-        return {"psl_error": f"exit {proc.returncode}: {tail[0][:160]}"}
+        lines = (proc.stdout + proc.stderr).strip().splitlines() or ["no output"]
+        # the exception's own line, not the last frame of its stack trace
+        said = [ln for ln in lines if "Exception" in ln and not ln.lstrip().startswith("at ")]
+        return {"psl_error": f"exit {proc.returncode}: {(said or lines)[-1].strip()[:160]}"}
     weights = [
         float(line.split(":")[0])
         for line in (out / "learned.psl").read_text().splitlines()
