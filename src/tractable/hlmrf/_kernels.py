@@ -44,8 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._numba import njit
-from .._numba import scalar_loops as _scalar_loops  # bound.py's kernels take it from here too
+from .._numba import njit, scalar_loops
 from ._closed import (
     pair_multiplier,
     pair_projection,
@@ -95,7 +94,7 @@ def _root_multiplier(d, sc, ds, c, s0, b, k, sgn, inv_kappa, out, bp, bs):
     ``bp[bs:bs + 2 k]`` is scratch space. (Offsets instead of slices: no array views are created,
     which matters inside parallel loops.)
     """
-    _scalar_loops()
+    scalar_loops()
     # fast path: one Newton step from lam = 0 on the linear piece to the right of 0; accepted when
     # the free set at the new point is the same (then it is the exact root)
     num = sgn * b
@@ -457,7 +456,7 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
 def _general_terms(indptr, idx, coef, const, weight, kind, first, x, y, zl, rho, alpha, acc, sums, scratch):
     """Steps 1-4 of :func:`block_pass` for its terms from ``first`` on, one sweep per term; adds the three
     partial squared norms to ``sums``."""
-    _scalar_loops()
+    scalar_loops()
     n_terms = indptr.shape[0] - 1
     maxk = scratch.shape[0] // 4
     d = scratch[:maxk]

@@ -411,10 +411,9 @@ def _solve_admm(
     if warm_start is not None:
         x0 = np.asarray(warm_start.x, float)
     # the constraints' feasibility depends on the structure alone: once per shared structure (with_weights)
-    shared = comp.shared if comp.shared is not None else {}
-    if "infeasibility" not in shared:
-        shared["infeasibility"] = _infeasibility(comp)
-    why, cmax = shared["infeasibility"]
+    if "infeasibility" not in comp.shared:
+        comp.shared["infeasibility"] = _infeasibility(comp)
+    why, cmax = comp.shared["infeasibility"]
     if why is not None:
         return _driver.infeasible_result(comp, rho, why, t0)
     terms, zcons = _split_constraints(comp, constraints)

@@ -86,7 +86,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._numba import njit
+from .._numba import njit, scalar_loops
 from . import _kernels
 from ._closed import constraint_certificate, constraint_dual_theta, pair_dual_theta, pair_h, term_certificate
 from .updates import KINDS, _check_term_batch
@@ -349,7 +349,7 @@ def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, 
 def _general_certificate(indptr, idx, coef, const, weight, kind, first, y, zl, yl, part, scratch):
     """:func:`block_certificate` for the terms from ``first`` on (the sweep of :func:`_dual_term`),
     added to ``part``."""
-    _kernels._scalar_loops()
+    scalar_loops()
     m = scratch.shape[0] // 2
     tb = scratch[:m]
     db = scratch[m : 2 * m]
@@ -483,7 +483,7 @@ def consensus_certificate(
 def _general_constraint_certificate(first, ny, zz, zc_indptr, zc_coef, zc_const, zc_kind, acc, scratch):
     """:func:`consensus_certificate` for the constraints from ``first`` on (the sweep of
     :func:`_dual_term`), added to ``acc`` (dual values, magnitudes, slack, largest violation)."""
-    _kernels._scalar_loops()
+    scalar_loops()
     m = scratch.shape[0] // 2
     tb = scratch[:m]
     db = scratch[m : 2 * m]

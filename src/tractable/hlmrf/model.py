@@ -94,12 +94,12 @@ class _Compiled:
     offset: float  # objective of the potentials that involve only fixed variables
     x_fixed: np.ndarray  # (n_variables,) fixed values, 0 elsewhere
     #: (n_potentials,) the model's potential behind each kept potential term
-    pot_rows: np.ndarray | None = None
+    pot_rows: np.ndarray
     #: the potentials over fixed variables only, and their unweighted hinge values (the offset's terms)
-    const_pots: np.ndarray | None = None
-    const_phi: np.ndarray | None = None
+    const_pots: np.ndarray
+    const_phi: np.ndarray
     #: what solvers derive from the structure alone, shared by every reweighted copy (see :meth:`reweighted`)
-    shared: dict | None = None
+    shared: dict
 
     def reweighted(self, pot_weights: np.ndarray) -> _Compiled:
         """The same terms with the model's potential weights ``pot_weights`` (shape (m,)): a gather."""
@@ -463,7 +463,7 @@ class HLMRF:
         out._fixed_mask = self._fixed_mask.copy()
         out._fixed_val = self._fixed_val.copy()
         out.network = self.network
-        if self._compiled is not None and self._compiled.pot_rows is not None:
+        if self._compiled is not None:
             # the terms over the free variables are the same but for their weights: the solvers' views of
             # the structure (``shared``) carry over too
             out._compiled = self._compiled.reweighted(w)

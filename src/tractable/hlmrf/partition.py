@@ -199,16 +199,14 @@ def _split_constraints(comp, mode: str):
     a compiled model that shares its structure (``comp.shared``, see ``HLMRF.with_weights``) computes
     the split once, and later calls gather the new weights."""
     zero = comp.weight[: comp.n_potentials] <= 0.0
-    shared = comp.shared
-    hit = None if shared is None else shared.get(("split", mode))
+    hit = comp.shared.get(("split", mode))
     if hit is not None and np.array_equal(hit[0], zero):
         _, rows, terms, zcons = hit
         return (*terms[:4], comp.weight[rows], terms[5]), zcons
     rows, zcons = _split_rows(comp, mode)
     ip, pos = _permuted_rows(comp.indptr, rows)
     terms = (ip, comp.idx[pos], comp.coef[pos], comp.const[rows], comp.weight[rows], comp.kind[rows])
-    if shared is not None:
-        shared[("split", mode)] = (zero, rows, terms, zcons)
+    comp.shared[("split", mode)] = (zero, rows, terms, zcons)
     return terms, zcons
 
 
