@@ -188,3 +188,25 @@ def test_warmup_compiles_the_areas_asked_for(capsys):
     assert out.startswith("cardinality") and "total" in out
     assert main(["warmup", "--area", "nope"]) == 2
     assert "`areas` must name areas of" in capsys.readouterr().err
+
+
+def test_the_program_tunes_the_garbage_collector_for_itself_only(tmp_path):
+    import gc
+
+    from tractable.cli import GC_THRESHOLDS
+
+    before = gc.get_threshold()
+    assert main(["solve", str(tmp_path / "missing.uai"), "--task", "MAR"]) == 2
+    assert gc.get_threshold() == before  # main() in a caller's process leaves its collector alone
+    script = (
+        "import gc, sys\n"
+        "from tractable.cli import entry\n"
+        f"sys.argv = ['tractable', 'solve', {str(tmp_path / 'missing.uai')!r}, '--task', 'MAR']\n"
+        "try:\n"
+        "    entry()\n"
+        "except SystemExit as e:\n"
+        "    print(e.code, gc.get_threshold(), gc.get_freeze_count() > 0)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split(None, 1)[0] == "2", r.stderr
+    assert r.stdout.strip() == f"2 {GC_THRESHOLDS} True"

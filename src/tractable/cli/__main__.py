@@ -1,7 +1,5 @@
 """``python -m tractable.cli``: the ``tractable`` command."""
 
-import sys
+from . import entry
 
-from . import main
-
-sys.exit(main())
+entry()
