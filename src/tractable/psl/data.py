@@ -231,7 +231,7 @@ def _duckdb_lines(path: str) -> str:
     )
 
 
-def load_source(con, source, arity: int, table: str, what: str) -> int:
+def load_source(con, source, arity: int, table: str, what: str, *, append: bool = False) -> int:
     """Create the table ``table`` (``a0..a{arity-1}`` VARCHAR, ``value`` DOUBLE) from one data source.
 
     Parameters
@@ -245,6 +245,9 @@ def load_source(con, source, arity: int, table: str, what: str) -> int:
         Name of the table to create (a trusted identifier).
     what : str
         Description for error messages, e.g. ``"observations of Friends/2"``.
+    append : bool, default False
+        Insert the atoms into the existing table ``table`` (of those columns) instead of creating it.
+        Nothing is inserted when the source is malformed.
 
     Returns
     -------
@@ -287,7 +290,7 @@ def load_source(con, source, arity: int, table: str, what: str) -> int:
         else:
             frame["value"] = 1.0
         con.register(f"{table}_df", frame)
-        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT {cols}, value FROM {table}_df")
+        con.execute(f"{_into(table, append)} SELECT {cols}, value FROM {table}_df")
         con.unregister(f"{table}_df")
         return len(frame)
 
@@ -298,12 +301,17 @@ def load_source(con, source, arity: int, table: str, what: str) -> int:
         raise OSError(f"data file for the {what} is not a file: {path}")
     work = _Workspace()
     try:
-        return _load_file(con, path, arity, table, what, work)
+        return _load_file(con, path, arity, table, what, work, append)
     finally:
         work.close()
 
 
-def _load_file(con, path: str, arity: int, table: str, what: str, work: _Workspace) -> int:
+def _into(table: str, append: bool) -> str:
+    """The start of the statement that fills ``table`` from a ``SELECT``: inserting into it, or creating it."""
+    return f"INSERT INTO {table}" if append else f"CREATE OR REPLACE TABLE {table} AS"
+
+
+def _load_file(con, path: str, arity: int, table: str, what: str, work: _Workspace, append: bool) -> int:
     import duckdb
 
     scan = _Scan()
@@ -341,9 +349,11 @@ def _load_file(con, path: str, arity: int, table: str, what: str, work: _Workspa
             f"strlen(l) AS nbytes FROM (SELECT rtrim(line, chr(13)) AS l FROM ({lines_sql})))"
         )
 
+    in_python = False  # the lines went through Python's reader into the table ``raw``
     try:
         lines_sql = f"SELECT line FROM {raw}"
         if special:
+            in_python = True
             _load_lines_python(con, plain, path, raw)
             parse(lines_sql)
         else:
@@ -351,6 +361,7 @@ def _load_file(con, path: str, arity: int, table: str, what: str, work: _Workspa
                 parse(_duckdb_lines(plain))
                 lines_sql = _duckdb_lines(plain)
             except duckdb.InvalidInputException:  # what DuckDB's strict reader does not take: Python's decides
+                in_python = True
                 _load_lines_python(con, plain, path, raw)
                 parse(lines_sql)
         empty = " ".join(f"OR trim(coalesce(a{i}, '')) = '' " for i in range(arity))
@@ -365,14 +376,16 @@ def _load_file(con, path: str, arity: int, table: str, what: str, work: _Workspa
         if bad is not None:
             _report_bad_line(con, lines_sql, bad, path, arity, what)
         cols = ", ".join(f"a{i}" for i in range(arity))
-        con.execute(
-            f"CREATE OR REPLACE TABLE {table} AS SELECT {cols}, "
+        # the statement's one row is the number of rows it wrote (DuckDB's count for INSERT and CREATE ... AS)
+        (count,) = con.execute(
+            f"{_into(table, append)} SELECT {cols}, "
             f"CASE WHEN nf = {arity + 1} THEN CAST(vs AS DOUBLE) ELSE 1.0 END AS value FROM {parsed} WHERE NOT blank"
-        )
+        ).fetchone()
     finally:
         con.execute(f"DROP TABLE IF EXISTS {parsed}")
-        con.execute(f"DROP TABLE IF EXISTS {raw}")
-    return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        if in_python:
+            con.execute(f"DROP TABLE IF EXISTS {raw}")
+    return int(count)
 
 
 def _report_bad_line(con, lines_sql: str, bad: tuple, path: str, arity: int, what: str) -> None:

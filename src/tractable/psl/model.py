@@ -492,11 +492,8 @@ class Model:
         table = f"{p.table}_{part}"
         cols = ", ".join(f"a{i} VARCHAR" for i in range(p.arity))
         con.execute(f"CREATE OR REPLACE TABLE {table} ({cols}, value DOUBLE)")
-        for j, src in enumerate(sources):
-            tmp = f"{table}_src{j}"
-            load_source(con, src, p.arity, tmp, f"{part} of {p.key}")
-            con.execute(f"INSERT INTO {table} SELECT * FROM {tmp}")
-            con.execute(f"DROP TABLE {tmp}")
+        for src in sources:
+            load_source(con, src, p.arity, table, f"{part} of {p.key}", append=True)
 
     def ground(self) -> GroundModel:
         """Ground every rule into an HL-MRF.
