@@ -76,13 +76,19 @@ from .._results import (
 from .._validate import check_rng, resolve_method
 from .model import ADMM_DEFAULTS
 
-__all__ = ["LEARNERS", "LearnResult", "learn", "rule_text_with_weight"]
+__all__ = ["LEARNERS", "LEARNING_GAP_TOL", "LearnResult", "learn", "rule_text_with_weight"]
 
 #: a weighted rule's text starts with its weight and a colon
 _WEIGHT_PREFIX = re.compile(r"^\s*\d+(?:\.\d+)?(?:[eE]-?\d+)?\s*:\s*")
 #: PSL's MathUtils.STRICT_EPSILON (log regularization) and EPSILON_FLOAT (cross entropy, zero tests)
 _STRICT_EPS = 1e-8
 _EPS_FLOAT = 1e-4
+#: the certified relative gap at which learning's inner ADMM inferences stop, unless ``solve_options`` (or the
+#: program's ``reasoner.tolerance``) sets ``gap_tol``; inference outside learning stops at 5e-4. A step's
+#: gradient needs the MAP state's incompatibilities, not the last digits of its objective: on the psl-examples
+#: programs the perceptron learns the same weights (to 1e-4; within 2e-3 on knowledge-graph-identification)
+#: in 25-60% less time (lastfm: 2.7 s -> 1.1 s), and every inner state is still certified within 0.5%.
+LEARNING_GAP_TOL = 5e-3
 
 
 # ============================================================================================ result
@@ -455,7 +461,7 @@ class _Problem:
         self.HLMRF = HLMRF
         self.solve_options = dict(solve_options or {})
         if self.solve_options.get("method", "admm") == "admm":  # every inference of learning, search's too
-            self.solve_options = {**ADMM_DEFAULTS, **self.solve_options}
+            self.solve_options = {**ADMM_DEFAULTS, "gap_tol": LEARNING_GAP_TOL, **self.solve_options}
         if "x0" in self.solve_options:
             raise ValueError("`solve_options` must not set `x0`: learning warm-starts every inference itself.")
         self.warm_start = warm_start
