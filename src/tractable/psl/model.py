@@ -866,8 +866,8 @@ class Model:
             (default True) and ``solve_options`` (a dict for :func:`tractable.hlmrf.solve`; default
             :attr:`solve_options`; ADMM's inferences inside learning stop at a certified relative gap of
             ``LEARNING_GAP_TOL`` = 5e-3 unless these set ``gap_tol``). The search learners also take
-            ``n_jobs`` (threads, default 1; -1 every core) and ``client`` (a ``dask.distributed.Client``). An option the learner does not use is a
-            ``ValueError``.
+            ``n_jobs`` (threads, default 1; -1 every core) and ``client`` (a ``dask.distributed.Client``).
+            An option the learner does not use is a ``ValueError``.
 
         Returns
         -------
