@@ -10,12 +10,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# installing also compiles every kernel once (`tractable warmup`): numba caches the machine code next to the
+# package, so that no later first call waits for the compiler
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/tractable warmup
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,ref]"
+	$(BIN)/tractable warmup
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
