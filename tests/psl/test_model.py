@@ -265,8 +265,41 @@ def test_inference_balances_the_admm_step_by_default(tmp_path):
         warnings.simplefilter("ignore")
         m = Model.from_json(gen.generate("knowledge-graph-identification", tmp_path, scale=1, rng=0), split="infer")
         _, balanced = m.infer()
-        _, fixed = m.infer(adaptive_rho=False)  # the caller's options take precedence
+        # PSL's fixed step of 1 (the caller's options take precedence): 1,610 iterations against 80
+        _, fixed = m.infer(adaptive_rho=False, rho=1.0)
     assert balanced.converged and fixed.converged
-    assert balanced.n_iter < fixed.n_iter / 4  # 100 against 1,610 iterations
+    assert balanced.n_iter < fixed.n_iter / 4
     # both are certified within gap_tol (5e-4, relative) of the optimum
     assert balanced.objective == pytest.approx(fixed.objective, rel=1e-3)
+
+
+def test_inference_step_size_follows_the_scale_of_the_weights(tmp_path):
+    # psl.model._weight_scaled_rho: ADMM's step size times the mean potential weight, unless the program sets one;
+    # on weights c w the run is then the one on w (same iterations, same answer; the objective times c)
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("_psl_corpus_generate", Path(__file__).parent / "_generate.py")
+    gen = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = gen
+        spec.loader.exec_module(gen)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = Model.from_json(gen.generate("knowledge-graph-identification", tmp_path, scale=1, rng=0), split="infer")
+        w = m.weights
+        p = m.ground().hlmrf.potential_arrays()
+        base = 0.25 if 2 * np.count_nonzero(p["squared"]) > p["weights"].size else 1.0
+        _, res = m.infer(adaptive_rho=False)
+        assert res.rho == pytest.approx(base * p["weights"].mean(), rel=1e-12)
+        m.set_weights(w * 1000.0)
+        _, scaled = m.infer(adaptive_rho=False)
+        assert scaled.rho == pytest.approx(1000.0 * res.rho, rel=1e-12)
+        _, given = m.infer(adaptive_rho=False, rho=0.5)  # a step size the caller gives is kept
+    assert given.rho == 0.5
+    assert scaled.n_iter == res.n_iter
+    # the iterates agree up to rounding (the multipliers scale by 1000, the local copies and consensus do not)
+    np.testing.assert_allclose(scaled.x, res.x, atol=1e-9)
+    assert scaled.objective == pytest.approx(1000.0 * res.objective, rel=1e-9)

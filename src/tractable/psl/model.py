@@ -38,12 +38,38 @@ __all__ = ["ADMM_DEFAULTS", "GroundModel", "MAX_ARITY", "Model", "PARTITIONS"]
 #: opinion-diffusion models of docs/hlmrf.md where it brought nothing.
 ADMM_DEFAULTS = MappingProxyType({"adaptive_rho": True})
 
+
 #: data partitions of a predicate, as PSL names them
 PARTITIONS = ("observations", "targets", "truth")
 #: the most arguments of a predicate (each is a column of its atom tables and a join of its grounding)
 MAX_ARITY = 64
 _NAME = re.compile(r"[A-Za-z$_][A-Za-z0-9$_]*")  # fullmatch
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..11 of a DuckDB database file
+
+
+def _weight_scaled_rho(rules, rule_counts) -> float | None:
+    """ADMM's step size for a ground program whose step size the program does not set: the solver's default
+    (0.25 when most potentials are squared hinges, else 1, as :func:`tractable.hlmrf.solve` picks it, tuned
+    for weights near 1) times the mean weight of the ground potentials (from the rules' weights and their
+    ``rule_counts``, so that a program grounded here and one grounded into shards get the same step size).
+
+    ADMM on weights ``c w`` with step size ``c rho`` runs the same iterates as on ``w`` with ``rho``, so this
+    makes PSL's inference as fast whatever the scale of the weights; learned weights (which PSL's learners
+    scale to sum to 1) are far from 1. On the Cora and CiteSeer programs with learned weights: 140 -> 90 and
+    160 -> 40 ADMM iterations to the certified gap; lastfm 670 -> 460; CiteSeer with its given weights (mean
+    0.89) 50 -> 30. None without a weighted potential.
+    """
+    n = n_squared = 0
+    total = 0.0
+    for rule, (_, n_pot, _) in zip(rules, rule_counts):
+        if not rule.hard and n_pot:
+            n += n_pot
+            total += float(rule.weight) * n_pot
+            n_squared += n_pot if rule.squared else 0
+    mean = total / n if n else 0.0
+    if not (mean > 0 and np.isfinite(mean)):
+        return None
+    return (0.25 if 2 * n_squared > n else 1.0) * mean
 
 
 def _check_database(path: str) -> None:
@@ -688,6 +714,14 @@ class Model:
         self._predictions = out
         return out, res
 
+    def _scaled_step(self, opts: dict, rule_counts) -> dict:
+        """ADMM's options with the step size of :func:`_weight_scaled_rho` where neither the caller, the program
+        nor a warm start sets one."""
+        if opts.get("rho") is not None or opts.get("warm_start") is not None:
+            return opts
+        rho = _weight_scaled_rho(self._rules, rule_counts)
+        return opts if rho is None else {**opts, "rho": rho}
+
     def _solve_opts(self, solve_options: dict) -> tuple[str, dict]:
         """The method and the solver's options of :meth:`infer`'s ``solve_options`` (which it consumes)."""
         method = solve_options.pop("method", "admm")
@@ -698,6 +732,8 @@ class Model:
         """Ground (if needed) and solve here (or on ``client``, from :meth:`ground`): the predictions as columns,
         open predicate name -> ``{0: arguments, ..., "value": values}`` (the columns of :meth:`infer`'s frames)."""
         g = self.ground()
+        if method == "admm":
+            opts = self._scaled_step(opts, g.rule_counts)
         if client is not None:
             if method != "admm":
                 raise ValueError(f"`client` runs consensus ADMM on the cluster; `method`={method!r} does not apply.")
@@ -748,7 +784,7 @@ class Model:
             shard_dir = os.path.join(tmp, "shards")
         try:
             g = ground_shards(self, shard_dir, n_shards, chunk_size=CHUNK_SIZE, loaded=loaded)
-            res = distributed_solve(g.shards, client, **opts)
+            res = distributed_solve(g.shards, client, **self._scaled_step(opts, g.rule_counts))
         finally:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
