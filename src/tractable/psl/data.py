@@ -232,7 +232,8 @@ def _duckdb_lines(path: str) -> str:
 
 
 def load_source(con, source, arity: int, table: str, what: str, *, append: bool = False) -> int:
-    """Create the table ``table`` (``a0..a{arity-1}`` VARCHAR, ``value`` DOUBLE) from one data source.
+    """Create the table ``table`` (``a0..a{arity-1}`` VARCHAR, ``value`` DOUBLE) from one data source, or
+    insert the source's atoms into it (``append``).
 
     Parameters
     ----------
