@@ -38,7 +38,6 @@ __all__ = ["ADMM_DEFAULTS", "GroundModel", "MAX_ARITY", "Model", "PARTITIONS"]
 #: opinion-diffusion models of docs/hlmrf.md where it brought nothing.
 ADMM_DEFAULTS = MappingProxyType({"adaptive_rho": True})
 
-
 #: data partitions of a predicate, as PSL names them
 PARTITIONS = ("observations", "targets", "truth")
 #: the most arguments of a predicate (each is a column of its atom tables and a join of its grounding)
@@ -686,7 +685,9 @@ class Model:
         **solve_options
             Passed to :func:`tractable.hlmrf.solve` (``method``, ``eps_abs``, ``max_iter``...), over
             :attr:`solve_options` (which apply to ADMM only: ``method="clarabel"`` or ``"highs"`` solves
-            exactly without them).
+            exactly without them). Where neither sets ``rho``, ADMM's step size starts at the solver's
+            default times the mean weight of the ground potentials (inference as fast at any scale of the
+            weights; see docs/psl.md).
 
         Returns
         -------
