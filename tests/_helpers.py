@@ -1,4 +1,5 @@
-"""Helpers shared by the belief-propagation tests (importable from every test folder, like ``_oracles``)."""
+"""Helpers shared by the tests (importable from every test folder, like ``_oracles``): belief propagation's
+messages, and the generator of PSL programs' data."""
 
 from __future__ import annotations
 
@@ -30,3 +31,18 @@ def random_incoming(rng, d, p_clamp=0.2):
     clamp = rng.random(d) < p_clamp
     w[clamp, rng.integers(0, 2, size=d)[clamp]] = -np.inf
     return w - np.logaddexp(w[:, 0], w[:, 1])[:, None]
+
+
+def psl_generator():
+    """``tests/psl/_generate.py`` as a module, loaded once: data in the layout of the psl-examples programs."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    name = "_psl_corpus_generate"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "psl" / "_generate.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

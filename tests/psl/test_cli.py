@@ -150,14 +150,9 @@ def test_threads_and_gap_tol_options(program, capsys, monkeypatch):
 
 def test_learn_writes_the_learned_program_then_infers(tmp_path, capsys):
     """`--learn`: weights learned on the learn split, OUTPUT/learned.json runs as it is and gives the same inference."""
-    import importlib.util
-    from pathlib import Path
+    from _helpers import psl_generator
 
-    spec = importlib.util.spec_from_file_location("_psl_cli_generate", Path(__file__).parent / "_generate.py")
-    gen = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = gen
-    spec.loader.exec_module(gen)
-    program = gen.generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
+    program = psl_generator().generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
     out = tmp_path / "out"
     assert main(["psl", str(program), "--learn", "--output", str(out)]) in (0, 1)
     text = capsys.readouterr().out

@@ -9,13 +9,12 @@ one line per target atom.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _helpers import psl_generator
 from tractable.cli import main as cli_main
 from tractable.psl import Model
 
@@ -24,15 +23,7 @@ HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.filterwarnings("ignore:PSL options without meaning here")
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location("_psl_corpus_generate", HERE / "_generate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = psl_generator()
 
 # Solver settings of these tests: residual tolerances well below the 1e-4 checks below.
 SOLVE = {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iter": 200_000}

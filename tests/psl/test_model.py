@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _helpers import psl_generator
 from tractable.hlmrf import solve
 from tractable.psl import Model
 
@@ -248,17 +249,9 @@ def test_reference_solver_and_options_of_the_configuration(tmp_path):
 
 def test_inference_balances_the_admm_step_by_default(tmp_path):
     # psl.model.ADMM_DEFAULTS: residual balancing reaches the same certified optimum in far fewer iterations
-    import importlib.util
-    import sys
-    from pathlib import Path
-
     from tractable.psl.model import ADMM_DEFAULTS
 
-    spec = importlib.util.spec_from_file_location("_psl_corpus_generate", Path(__file__).parent / "_generate.py")
-    gen = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
-    if spec.name not in sys.modules:
-        sys.modules[spec.name] = gen
-        spec.loader.exec_module(gen)
+    gen = psl_generator()
 
     assert ADMM_DEFAULTS["adaptive_rho"] is True
     with warnings.catch_warnings():
@@ -276,15 +269,7 @@ def test_inference_balances_the_admm_step_by_default(tmp_path):
 def test_inference_step_size_follows_the_scale_of_the_weights(tmp_path):
     # psl.model._weight_scaled_rho: ADMM's step size times the mean potential weight, unless the program sets one;
     # on weights c w the run is then the one on w (same iterations, same answer; the objective times c)
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("_psl_corpus_generate", Path(__file__).parent / "_generate.py")
-    gen = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
-    if spec.name not in sys.modules:
-        sys.modules[spec.name] = gen
-        spec.loader.exec_module(gen)
+    gen = psl_generator()
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

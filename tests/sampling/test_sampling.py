@@ -293,3 +293,16 @@ def test_one_compiled_signature_serves_gibbs_burn_in_and_adaptive_mmp():
         adaptive_mmp(fg, max_sweeps=50, rng=0, evidence={0: 1})
     assert len(_kernels.run_sweeps.signatures) == 1, _kernels.run_sweeps.signatures
     assert len(_kernels.decision_tails.signatures) == 1, _kernels.decision_tails.signatures
+
+
+def test_an_impossible_variable_is_named_as_the_caller_numbers_it():
+    # with evidence, the sampler runs on the conditioned graph (variables renumbered): the error names the
+    # variable by its index and name in the caller's graph
+    from tractable import ZeroPartitionError
+
+    fg = FactorGraph([2, 2, 2], ["a", "b", "c"])
+    fg.add_factor(TableFactor([0, 1], np.zeros((2, 2))))
+    fg.add_factor(TableFactor([2], np.array([-np.inf, -np.inf])))
+    fg.add_factor(TableFactor([1, 2], np.zeros((2, 2))))
+    with pytest.raises(ZeroPartitionError, match=r"variable 2 \('c'\) has both states forbidden"):
+        adaptive_mmp(fg, evidence={"a": 1}, rng=0)

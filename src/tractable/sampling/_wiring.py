@@ -156,8 +156,11 @@ def compile_binary(fg: FactorGraph) -> Wiring:
         fin = np.isfinite(ut).all(axis=1)
         np.add.at(field, uv[fin], ut[fin, 1] - ut[fin, 0])
     if np.any(forbid0 & forbid1):
-        v = int(np.flatnonzero(forbid0 & forbid1)[0])
-        raise ZeroPartitionError(f"no configuration has non-zero probability: variable {v} has both states forbidden.")
+        v = int(np.flatnonzero(forbid0 & forbid1)[0])  # in ``fg``, which may be conditioned on evidence
+        raise ZeroPartitionError(
+            f"no configuration has non-zero probability: variable {int(fg.kept_variables[v])} ({fg.names[v]!r}) "
+            "has both states forbidden."
+        )
     pr = pc = np.zeros(0, dtype=np.int64)
     pw = np.zeros(0)
     if pairwise is not None:
