@@ -172,6 +172,34 @@ def test_learn_writes_the_learned_program_then_infers(tmp_path, capsys):
     assert "`method` must be one of" in capsys.readouterr().err
 
 
+def test_learning_from_the_command_line_is_reproducible(tmp_path, capsys):
+    """A search learner draws its locations from `--seed` (default: the program's random.seed, else 0)."""
+    from _helpers import psl_generator
+
+    gen = psl_generator()
+    program = gen.generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
+
+    def learned(*extra, name="out"):
+        args = ["psl", str(program), "--learn", "RandomGridSearch", "--output", str(tmp_path / name), *extra]
+        assert main(args) in (0, 1)
+        capsys.readouterr()
+        return json.loads((tmp_path / name / "learned.json").read_text())["rules"]
+
+    first = learned()
+    assert learned(name="again") == first  # the default seed, 0
+    assert learned("--seed", "0", name="zero") == first
+    config = gen.read_config(program)  # a PSL program: JSON with comment lines
+    config.setdefault("options", {})["random.seed"] = 7
+    with open(program, "w") as fh:
+        json.dump(config, fh)
+    assert learned(name="program_seed") == learned("--seed", "7", name="seven")
+    assert main(["psl", str(program), "--seed", "3", "--output", str(tmp_path / "x")]) == 2  # nothing to seed
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "`--seed` seeds weight learning" in err[0] and not (tmp_path / "x").exists()
+    assert main(["psl", str(program), "--learn", "--seed", "-1", "--output", str(tmp_path / "y")]) == 2
+    assert "`--seed` must be an integer >= 0" in capsys.readouterr().err
+
+
 def test_data_that_break_a_hard_rule_are_dropped_with_a_warning_or_strict(tmp_path, capsys):
     """simple-acquaintances' symmetry with asymmetric observations: PSL drops the ground rule and runs on."""
     d = tmp_path / "data"

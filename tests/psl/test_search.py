@@ -430,3 +430,30 @@ def test_a_warm_started_candidate_that_ends_infeasible_is_solved_cold(monkeypatc
     assert any(calls) and not all(calls)  # warm-started, then solved cold
     np.testing.assert_array_equal(warm.weights, cold.weights)
     np.testing.assert_allclose(warm.loss, cold.loss, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore:PSL options without meaning here")
+def test_a_program_random_seed_seeds_learning(tmp_path):
+    # PSL's random.seed option: Model.learn draws from it when given no rng
+    import json
+
+    from _helpers import psl_generator
+
+    gen = psl_generator()
+    program = gen.generate("citeseer", tmp_path, scale=0.3, rng=0)
+    config = gen.read_config(program)
+    config.setdefault("options", {})["random.seed"] = "5"  # PSL's options may be strings
+    program.write_text(json.dumps(config))
+    a = Model.from_json(program, split="learn")
+    assert a.learn_seed == 5
+    b = Model.from_json(program, split="learn")
+    c = Model.from_json(program, split="learn")
+    ra, rb = a.learn(method="RandomGridSearch"), b.learn(method="RandomGridSearch")
+    rc = c.learn(method="RandomGridSearch", rng=5)
+    np.testing.assert_array_equal(ra.weights, rb.weights)
+    np.testing.assert_array_equal(ra.weights, rc.weights)
+    for bad in (-1, 1.5, "x", True):
+        config["options"]["random.seed"] = bad
+        program.write_text(json.dumps(config))
+        with pytest.raises(ValueError, match="random.seed.*must be an integer >= 0"):
+            Model.from_json(program, split="learn")

@@ -35,6 +35,13 @@ def register(subparsers) -> None:
         "writing OUTPUT/learned.psl; then infer; also when a JSON program sets runtime.learn",
     )
     p.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed of learning's random draws (search learners' locations, sampled pseudo-likelihood): the same "
+        "seed, the same learned weights (default: the program's random.seed option, else 0)",
+    )
+    p.add_argument(
         "--learn-data",
         metavar="LEARN.data",
         help="with MODEL.psl MODEL.data --learn: the .data file to learn on (default MODEL.data itself)",
@@ -131,6 +138,7 @@ def _learn_into(Model, model, args) -> str:
     try:
         method = args.learn if isinstance(args.learn, str) else (learn_model.learn_method or "StructuredPerceptron")
         options = learner_options(method, learn_model.learn_options)
+        options["rng"] = _seed(args, learn_model.learn_seed)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
@@ -142,6 +150,16 @@ def _learn_into(Model, model, args) -> str:
         learn_model.close()
     model.set_weights(res)
     return text
+
+
+def _seed(args, program_seed: int | None) -> int:
+    """The seed of learning's random draws: ``--seed``, else the program's ``random.seed``, else 0 (a rerun of
+    the same command learns the same weights)."""
+    if args.seed is None:
+        return 0 if program_seed is None else program_seed
+    if args.seed < 0:
+        raise ValueError(f"`--seed` must be an integer >= 0; got {args.seed}.")
+    return args.seed
 
 
 def _print_learning(res) -> None:
@@ -162,7 +180,7 @@ def _learn_psl_into(Model, model, args) -> str:
         method = args.learn if isinstance(args.learn, str) else "MaxLikelihoodMPE"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = learn_model.learn(method=method)
+            res = learn_model.learn(method=method, rng=_seed(args, None))
         for w in caught:
             print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
         _print_learning(res)
@@ -321,6 +339,8 @@ def _solve(args, model) -> int:
         learned = ("learned.json", _learn_into(Model, model, args))
     elif args.data is not None and args.learn:
         learned = ("learned.psl", _learn_psl_into(Model, model, args))
+    elif args.seed is not None:
+        raise ValueError("`--seed` seeds weight learning: give `--learn` (or a program with runtime.learn).")
     options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
     client, cluster = _dask(args)
     try:

@@ -14,7 +14,9 @@ predicate names to a path or a list of paths, relative to the ``.data`` file.
 **Options.** PSL's ADMM options map onto :func:`tractable.hlmrf.solve`: ``admmreasoner.maxiterations``
 -> ``max_iter``, ``admmreasoner.epsilonabs`` -> ``eps_abs``, ``admmreasoner.epsilonrel`` ->
 ``eps_rel``, ``admmreasoner.stepsize`` -> ``rho``, ``reasoner.tolerance`` -> ``gap_tol`` (PSL stops
-when the objective changes less than this; here the certified relative gap must fall below it). Every
+when the objective changes less than this; here the certified relative gap must fall below it).
+``random.seed`` seeds weight learning's random draws (:attr:`Model.learn_seed`); weight learning's own
+options (``runtime.learn*``, ``gradientdescent.*``, ...) go to :meth:`Model.learn`. Every
 other option is reported: a :class:`UserWarning` and :attr:`Model.ignored_options`. Option values are
 type-checked: an integer option takes an integer (or a string of one), a number option a finite number
 (or a string of one); ``true``, ``1.9`` for an iteration count or ``1e309`` are errors.
@@ -268,6 +270,13 @@ def _options(model, options: dict, where: str) -> None:
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{where}: option {_short(key)} must name a learner; got {_short(value)}.")
             model.learn_method = value.strip()
+        elif k == "random.seed":  # PSL seeds its random numbers from it: learning's draws here
+            try:
+                model.learn_seed = _option_int(value, minimum=0)
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(
+                    f"{where}: option {_short(key)} must be an integer >= 0; got {_short(value)}."
+                ) from None
         elif k.startswith(LEARNING_PREFIXES):
             model.learn_options[str(key)] = value
         elif k in OPTION_MAP:

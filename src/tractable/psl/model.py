@@ -232,6 +232,10 @@ class Model:
         ``minimizer.*``, ``votedperceptron.*``, ...), for :meth:`learn`.
     learn_method, learn_requested
         A configuration's ``runtime.learn.method`` (or None) and ``runtime.learn`` (False by default).
+    learn_seed : int or None
+        A configuration's ``random.seed``: the seed :meth:`learn` draws with when given no ``rng`` (the
+        search learners' locations, random initial weights, pseudo-likelihood's samples), as PSL seeds
+        its random numbers from it. None: fresh randomness, unless ``rng`` is given.
     ignored_options : list of str
         Options of a configuration that have no meaning here (reported with a warning).
     evaluators : dict
@@ -288,6 +292,7 @@ class Model:
         self.learn_options: dict = {}
         self.learn_method: str | None = None
         self.learn_requested: bool = False
+        self.learn_seed: int | None = None
         self.ignored_options: list[str] = []
         self.evaluators: dict = {}
 
@@ -922,6 +927,8 @@ class Model:
             opts = dict(self.solve_options)
             if opts:
                 options["solve_options"] = opts
+        if "rng" not in options and self.learn_seed is not None:
+            options["rng"] = self.learn_seed
         result = learn(self, method=method, **options)
         self.set_weights(result.weights)
         return result
