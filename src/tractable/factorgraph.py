@@ -1094,8 +1094,7 @@ class FactorGraph:
         out = FactorGraph(
             self._cardinalities[kept], [self._names[i] for i in kept], constant=constant, state_names=state_names
         )
-        out._factors = factors
-        out._compiled = None
+        out._factors = factors  # a new graph: its compiled-form cache is empty
         kept.flags.writeable = False
         out._kept_variables = kept
         return out

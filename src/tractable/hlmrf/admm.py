@@ -325,11 +325,17 @@ def _check_alpha(alpha) -> float:
 _DEFAULT_GAP_TOL = 5e-4
 
 
+def default_rho_for(n_potentials: int, n_squared: int) -> float:
+    """ADMM's default step size for weights near 1: 0.25 when squared hinges are the majority of the
+    ``n_potentials`` potentials, else 1.0 (measured, docs/hlmrf.md). The PSL front end scales it by the mean
+    weight (:func:`tractable.psl.model._weight_scaled_rho`)."""
+    return 0.25 if 2 * n_squared > n_potentials else 1.0
+
+
 def _default_rho(comp) -> float:
-    """0.25 when squared hinges are the majority of the potentials, else 1.0 (measured, docs/hlmrf.md)."""
+    """:func:`default_rho_for` the compiled model's potential terms."""
     pot = comp.kind < _kernels.KIND_LEQ
-    squared = np.count_nonzero(comp.kind[pot] == _kernels.KIND_SQUARED)
-    return 0.25 if 2 * squared > np.count_nonzero(pot) else 1.0
+    return default_rho_for(int(np.count_nonzero(pot)), int(np.count_nonzero(comp.kind[pot] == _kernels.KIND_SQUARED)))
 
 
 #: constraint nonzeros up to which the feasibility LP is solved before ADMM runs

@@ -22,6 +22,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..hlmrf import HLMRF, MPEResult, solve
+from ..hlmrf.admm import default_rho_for
 from .config import MAX_NESTING, read_text, rule_depth
 from .data import excerpt, load_source, short_repr
 from .grounding import MISSING_ATOMS, Predicate, check_rule, ground_rule
@@ -48,8 +49,8 @@ _DUCKDB_MAGIC = b"DUCK"  # bytes 8..11 of a DuckDB database file
 
 def _weight_scaled_rho(rules, rule_counts) -> float | None:
     """ADMM's step size for a ground program whose step size the program does not set: the solver's default
-    (0.25 when most potentials are squared hinges, else 1, as :func:`tractable.hlmrf.solve` picks it, tuned
-    for weights near 1) times the mean weight of the ground potentials (from the rules' weights and their
+    (:func:`tractable.hlmrf.admm.default_rho_for`, tuned for weights near 1) times the mean weight of the ground
+    potentials (from the rules' weights and their
     ``rule_counts``, so that a program grounded here and one grounded into shards get the same step size).
 
     ADMM on weights ``c w`` with step size ``c rho`` runs the same iterates as on ``w`` with ``rho``, so this
@@ -68,7 +69,7 @@ def _weight_scaled_rho(rules, rule_counts) -> float | None:
     mean = total / n if n else 0.0
     if not (mean > 0 and np.isfinite(mean)):
         return None
-    return (0.25 if 2 * n_squared > n else 1.0) * mean
+    return default_rho_for(n, n_squared) * mean
 
 
 def _check_database(path: str) -> None:
