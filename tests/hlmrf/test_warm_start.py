@@ -6,6 +6,8 @@ cold solve's certified optimum (both certified to ``gap_tol``, so the objectives
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,43 @@ def test_warm_start_from_the_optimum_of_the_same_model_stops_at_once():
     again = _solve(m, warm_start=first)
     assert again.n_iter <= 10 < first.n_iter
     assert again.rho == first.rho
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3])
+def test_warm_start_ends_at_the_first_iteration_that_passes_the_residual_test(n_partitions):
+    # a warm-started run tests the residuals after every iteration (not at the end of a chunk of 5 or 10):
+    # from the optimum of the same model, one iteration passes the test and the certified gap
+    kw = dict(eps_abs=1e-5, eps_rel=1e-5, gap_tol=1e-4, n_partitions=n_partitions)
+    m = _model([1.0, 0.5, 0.2])
+    first = solve(m, keep_state=True, **kw)
+    again = solve(m, warm_start=first, **kw)
+    assert again.converged and again.n_iter == 1 and again.gap <= 1e-4
+    np.testing.assert_allclose(again.x, first.x, atol=1e-3)
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3])
+def test_warm_start_with_small_residuals_and_an_open_gap_goes_on_in_chunks(n_partitions):
+    # residual tolerances loose, gap tight: the residuals pass long before the gap; after the first check
+    # that finds the gap open the run goes on in chunks, one certificate each (not one per iteration)
+    from tractable.hlmrf import _driver
+
+    kw = dict(eps_abs=1e-3, eps_rel=1e-3, gap_tol=1e-8, max_iter=100_000, n_partitions=n_partitions)
+    first = solve(_model([1.0, 0.5, 0.2]), keep_state=True, **kw)
+    m2 = _model([1.1, 0.4, 0.3])
+    executor = _driver.Fused if n_partitions == 1 else _driver.Blocks
+    calls = []
+    certify = executor.certify
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return certify(self, *args, **kwargs)
+
+    with mock.patch.object(executor, "certify", counted):
+        warm = solve(m2, warm_start=first, **kw)
+    cold = solve(m2, **kw)
+    assert warm.converged and warm.gap <= 1e-8
+    assert abs(warm.objective - cold.objective) <= 2e-8 * max(abs(cold.objective), 1.0)
+    assert len(calls) <= warm.n_iter // 10 + 10 < warm.n_iter
 
 
 def test_state_is_kept_only_on_request_and_not_by_reference_solvers():

@@ -27,7 +27,9 @@ Executors (duck-typed; every array float64):
 - ``watch``: whether some constraint keeps local copies; ``empty``: no term has a free variable (then
   ``offset``, the objective of the fixed-only potentials, is the lower bound);
 - ``step(k, rho) -> int``: run up to ``k`` iterations, return how many ran before the residual test
-  stopped them (``k`` when it did not; it can stop them only when ``watch``);
+  stopped them (``k`` when it did not; it can stop them only when ``watch``, or when the executor has a
+  ``settle`` attribute and :func:`run` set it: then after the first completed iteration, consensus
+  included, that passes the test);
 - ``certify(averaged=False) -> (lower_bound, objective, violation)`` of ``z`` from the multipliers
   ``y`` (or their average), offset included; ``average()``: ``y_avg = keep y_avg + (1 - keep) y``;
 - ``snapshot()``: keep a copy of ``y``; ``recession(since_snapshot) -> float``: the infeasibility
@@ -121,6 +123,8 @@ class _InProcess:
         self.model, self.comp, self.z = model, comp, z
         self.alpha, self.eps_abs, self.eps_rel = alpha, eps_abs, eps_rel
         self.watch = watch
+        #: end a chunk after the first completed iteration that passes the residual test (set by :func:`run`)
+        self.settle = False
         self.empty = comp.idx.size == 0
         self.offset = comp.offset
         self.stats = _new_stats()
@@ -181,7 +185,19 @@ class Fused(_InProcess):
         self.cert_scratch = _kernels.general_scratch(indptr, n_fast)
 
     def step(self, k: int, rho: float) -> int:
-        state = (self.x, self.y, self.z, float(rho), self.alpha, self.eps_abs, self.eps_rel, self.watch, k, self.stats)
+        state = (
+            self.x,
+            self.y,
+            self.z,
+            float(rho),
+            self.alpha,
+            self.eps_abs,
+            self.eps_rel,
+            self.watch,
+            self.settle,
+            k,
+            self.stats,
+        )
         zcons = (*self.zcons, *self.zc_counts)
         if self.parallel:
             runs = (self.chunks, self.ipr, self.run_counts)
@@ -262,6 +278,8 @@ class Blocks(_InProcess):
                 part, acc, sums, z, self.stats, rho=rho, eps_abs=self.eps_abs, eps_rel=self.eps_rel, stop=self.watch
             ):
                 return it
+            if self.settle and self.stats[0] <= self.stats[2] and self.stats[1] <= self.stats[3]:
+                return it + 1
         return k
 
     def state(self) -> tuple:
@@ -357,6 +375,12 @@ def run(
     # iterates: the executor never stops on its residual test (an early return would skip a consensus
     # step); the residuals are tested here, after every chunk, with the gap
     chunk = _WARM_FIRST_CHUNK if warm else _CHUNK
+    # a warm start from a nearby problem often converges within a few iterations: the executor then tests
+    # the residuals after every iteration (PSL learning's inferences: 6.8 iterations per inference to 3.1 on
+    # real Cora, 10.9 to 7.1 on jester), until a check finds small residuals with the gap still open
+    settle = warm and not watch and not ex.empty and hasattr(ex, "settle")
+    if settle:
+        ex.settle = True
     next_gap = chunk
     n_checks = 0
     best_lb = -np.inf
@@ -403,6 +427,8 @@ def run(
                 # the gap target and small residuals (unless the residual test is off: eps_abs = eps_rel = 0)
                 if gap_now <= gap_tol and (small or residual_off):
                     status, by_gap = CONVERGED, True
+                elif settle and small:  # the gap needs more iterations: chunks of _CHUNK again, one check each
+                    settle = ex.settle = False
             if bar is not None:
                 bar.update(done)
                 postfix = dict(

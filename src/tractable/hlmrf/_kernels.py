@@ -742,7 +742,7 @@ def admm_run(
     terms = readonly(indptr, idx, coef, const, weight, kind)
     zc = readonly(zc_indptr, zc_idx, zc_coef, zc_const, zc_kind)
     n_pair, n_single = fast_counts(terms[0], terms[5], terms[4])
-    state = (x, y, z, float(rho), float(alpha), float(eps_abs), float(eps_rel), bool(stop), int(n_steps), stats)
+    state = (x, y, z, float(rho), float(alpha), float(eps_abs), float(eps_rel), bool(stop), False, int(n_steps), stats)
     return admm_steps(
         *terms,
         n_pair,
@@ -792,6 +792,7 @@ def admm_steps(
     eps_abs,
     eps_rel,
     stop,
+    settle,
     n_steps,
     stats,
     zc_indptr,
@@ -809,7 +810,12 @@ def admm_steps(
     ``zc_pair``, ``zc_single`` from :func:`constraint_counts`, ``scratch`` from
     :func:`general_scratch` and ``bp`` from :func:`projection_scratch` (either ``None`` when the
     model needs no general code: then that code is not compiled), ``work`` from :func:`admm_work`
-    (work space from the caller: numba's own allocation routines would be compiled too)."""
+    (work space from the caller: numba's own allocation routines would be compiled too).
+
+    ``stop`` ends the loop *before* the consensus update of an iteration whose residual test holds
+    (constraints with local copies); ``settle`` ends it *after* a completed iteration (consensus
+    included) once the residual test holds, the test the driver applies between chunks, so a
+    warm-started run returns as soon as it converges rather than at the end of its chunk."""
     acc, z_old, sums, zz, d, sc, zbuf = work
     nnz = idx.shape[0]
     for it in range(n_steps):
@@ -841,6 +847,8 @@ def admm_steps(
             zbuf,
         ):
             return it
+        if settle and stats[0] <= stats[2] and stats[1] <= stats[3]:
+            return it + 1
     return n_steps
 
 
@@ -935,7 +943,7 @@ def admm_run_parallel(
     ipr = rebased_runs(terms[0], chunks)
     counts = run_counts(ipr, terms[5], terms[4], chunks)
     n_pair, n_single = fast_counts(terms[0], terms[5], terms[4])
-    state = (x, y, z, float(rho), float(alpha), float(eps_abs), float(eps_rel), bool(stop), int(n_steps), stats)
+    state = (x, y, z, float(rho), float(alpha), float(eps_abs), float(eps_rel), bool(stop), False, int(n_steps), stats)
     return admm_steps_parallel(
         *terms,
         readonly(cnt)[0],
@@ -970,6 +978,7 @@ def admm_steps_parallel(
     eps_abs,
     eps_rel,
     stop,
+    settle,
     n_steps,
     stats,
     zc_indptr,
@@ -985,7 +994,8 @@ def admm_steps_parallel(
     """The compiled loop of :func:`admm_run_parallel`: ``ipr`` from :func:`rebased_runs`, ``counts``
     from :func:`run_counts`, ``zc_pair``, ``zc_single`` from :func:`constraint_counts`, ``scratch``
     (one row per run) from :func:`general_scratch` and ``bp`` from :func:`projection_scratch`,
-    either ``None`` when the model needs no general code."""
+    either ``None`` when the model needs no general code; ``stop`` and ``settle`` as in
+    :func:`admm_steps`."""
     n = z.shape[0]
     n_chunks = chunks.shape[0] - 1
     accs = np.empty((n_chunks, n))
@@ -1079,4 +1089,6 @@ def admm_steps_parallel(
             zbuf,
         ):
             return it
+        if settle and stats[0] <= stats[2] and stats[1] <= stats[3]:
+            return it + 1
     return n_steps

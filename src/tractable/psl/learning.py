@@ -470,6 +470,7 @@ class _Problem:
         self.x0: dict = {}
         #: per (labels, loss_augmented), the compiled model of weights 1 that every weight vector reweights
         self._bases: dict = {}
+        self._truth_phi = None  # truth_incompatibility's, without latent targets
         self.n_solves = self.n_iter = self.n_unconverged = 0
         self.solve_time = 0.0
 
@@ -582,6 +583,18 @@ class _Problem:
         np.maximum(h, 0.0, out=h)
         np.multiply(h, h, out=h, where=self.squared)
         return np.bincount(self.rule, weights=h, minlength=self.n_rules)
+
+    def truth_incompatibility(self, w) -> np.ndarray:
+        """:meth:`incompatibility` at :meth:`truth_state`; computed once when there are no latent targets (the
+        truth state does not depend on the weights then). Read-only."""
+        if self.latent.size == 0:
+            if self._truth_phi is None:
+                self._truth_phi = self.incompatibility(self.x_truth)
+                self._truth_phi.flags.writeable = False
+            return self._truth_phi
+        phi = self.incompatibility(self.truth_state(w))
+        phi.flags.writeable = False
+        return phi
 
     def truth_state(self, w) -> np.ndarray:
         """Labels at their truth, latent targets inferred (PSL 2.4's latent inference)."""
@@ -696,8 +709,7 @@ class _OptimalValue(_GradientDescent):
     """PSL 2.4's optimal-value losses: functions of the truth state's (latent inference's) energy."""
 
     def truth_stats(self, w):
-        x = self.prob.truth_state(w)
-        self.obs = self.prob.incompatibility(x)
+        self.obs = self.prob.truth_incompatibility(w)
 
 
 class _StructuredPerceptron(_OptimalValue):
@@ -897,7 +909,7 @@ class _MaxLikelihoodMPE(_VotedPerceptron):
     psl_class = "org.linqs.psl.application.learning.weight.maxlikelihood.MaxLikelihoodMPE"
 
     def stats(self, w):
-        self.obs = self.prob.incompatibility(self.prob.truth_state(w))
+        self.obs = self.prob.truth_incompatibility(w)
         self.expected = self.prob.incompatibility(self.prob.map_state(w))
 
     def loss(self, w) -> float:
@@ -1168,7 +1180,7 @@ class _FrankWolfe:
 def _run_fw(learner, w, o, deadline):
     prob = learner.prob
     lam = o["l2_regularization"]
-    learner.obs = prob.incompatibility(prob.truth_state(w))
+    learner.obs = prob.truth_incompatibility(w)
     path, losses, grads = [w.copy()], [], []
     avg = w.copy()
     loss = 0.0
