@@ -466,7 +466,14 @@ def run(
         # every bound is valid: the best seen during the run, or those of both multipliers now (those of the
         # last check when no iteration ran since)
         cert = last_cert if cert_iter == n_iter else ex.certify()
-        avg = avg_lb if avg_iter == n_iter else ex.certify(averaged=True)[0]
+        if avg_iter == n_iter:
+            avg = avg_lb
+        elif warm and by_gap:
+            # a warm-started run (one of a sequence, as in weight learning) that certified its gap keeps that
+            # bound: the averaged multipliers' pass would cost as much as an iteration for a tighter one
+            avg = -np.inf
+        else:
+            avg = ex.certify(averaged=True)[0]
         lower_bound = max(best_lb, cert[0], avg)
     full, objective, viol = ex.answer(cert)
     gap = bound.gap(objective, lower_bound, viol)
