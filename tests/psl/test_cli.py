@@ -188,6 +188,7 @@ def test_learning_from_the_command_line_is_reproducible(tmp_path, capsys):
     first = learned()
     assert learned(name="again") == first  # the default seed, 0
     assert learned("--seed", "0", name="zero") == first
+    assert learned("--threads", "1", name="one_thread") == first  # candidates on every core by default, or 1
     config = gen.read_config(program)  # a PSL program: JSON with comment lines
     config.setdefault("options", {})["random.seed"] = 7
     with open(program, "w") as fh:
@@ -198,6 +199,38 @@ def test_learning_from_the_command_line_is_reproducible(tmp_path, capsys):
     assert len(err) == 1 and "`--seed` seeds weight learning" in err[0] and not (tmp_path / "x").exists()
     assert main(["psl", str(program), "--learn", "--seed", "-1", "--output", str(tmp_path / "y")]) == 2
     assert "`--seed` must be an integer >= 0" in capsys.readouterr().err
+
+
+def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, capsys, monkeypatch):
+    """PSL's runs use every core: a search learner's candidates run on threads (n_jobs -1, or --threads N);
+    the gradient learners are not given n_jobs (they have no candidates)."""
+    from _helpers import psl_generator
+
+    from tractable.psl.model import Model
+
+    program = psl_generator().generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
+    seen = []
+    learn = Model.learn
+
+    def spy(self, **options):
+        seen.append((options["method"], options.get("n_jobs")))
+        return learn(self, **options)
+
+    monkeypatch.setattr(Model, "learn", spy)
+    for i, extra in enumerate([(), ("--threads", "1"), ("--threads", "0")]):
+        args = ["psl", str(program), "--learn", "RandomGridSearch", "--output", str(tmp_path / f"o{i}"), *extra]
+        assert main(args) in (0, 1)
+    assert main(["psl", str(program), "--learn", "--output", str(tmp_path / "sp")]) in (0, 1)
+    assert seen == [
+        ("RandomGridSearch", -1),
+        ("RandomGridSearch", 1),
+        ("RandomGridSearch", -1),
+        ("StructuredPerceptron", None),
+    ]
+    capsys.readouterr()
+    assert main(["psl", str(program), "--learn", "--threads", "-2", "--output", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0] and len(seen) == 4
 
 
 def test_data_that_break_a_hard_rule_are_dropped_with_a_warning_or_strict(tmp_path, capsys):

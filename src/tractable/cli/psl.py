@@ -64,7 +64,8 @@ def register(subparsers) -> None:
         "--threads",
         type=int,
         metavar="N",
-        help="run ADMM on N threads (0: every core; default 1), as PSL uses every core",
+        help="run ADMM on N threads (0: every core; default 1), and a search learner's candidates on N threads "
+        "(default every core), as PSL uses every core",
     )
     p.add_argument(
         "--workers",
@@ -139,6 +140,7 @@ def _learn_into(Model, model, args) -> str:
         method = args.learn if isinstance(args.learn, str) else (learn_model.learn_method or "StructuredPerceptron")
         options = learner_options(method, learn_model.learn_options)
         options["rng"] = _seed(args, learn_model.learn_seed)
+        _search_jobs(args, method, options)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
@@ -150,6 +152,15 @@ def _learn_into(Model, model, args) -> str:
         learn_model.close()
     model.set_weights(res)
     return text
+
+
+def _search_jobs(args, method: str, options: dict) -> None:
+    """A search learner scores its candidates on threads: every core (PSL's runs use every core), or
+    ``--threads N``. The candidates and the answer are the same whatever the number of threads."""
+    from ..psl.learning import LEARNERS, _resolve
+
+    if LEARNERS[_resolve(method)].family == "search":
+        options["n_jobs"] = args.threads or -1
 
 
 def _seed(args, program_seed: int | None) -> int:
@@ -178,9 +189,11 @@ def _learn_psl_into(Model, model, args) -> str:
     learn_model = Model.from_data_file(args.program, path, strict=args.strict)
     try:
         method = args.learn if isinstance(args.learn, str) else "MaxLikelihoodMPE"
+        options = {"rng": _seed(args, None)}
+        _search_jobs(args, method, options)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = learn_model.learn(method=method, rng=_seed(args, None))
+            res = learn_model.learn(method=method, **options)
         for w in caught:
             print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
         _print_learning(res)
@@ -334,6 +347,10 @@ def _solve(args, model) -> int:
     from ..psl.model import Model
     from . import NoSolution
 
+    if args.threads is not None and args.workers is None and args.scheduler is None:
+        from .._numba import set_threads
+
+        set_threads(args.threads)  # checked before learning, which takes it too
     learned = None
     if args.data is None and (args.learn or model.learn_requested):
         learned = ("learned.json", _learn_into(Model, model, args))
