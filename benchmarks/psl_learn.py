@@ -17,6 +17,11 @@ DiscreteEvaluator, AUROC, or MSE of the ContinuousEvaluator, where lower is bett
 minus PSL's in the direction where positive is better. ``max_weight_diff``: the largest difference of the learned
 weights (PSL prints them normalized; both are compared after dividing by their sum).
 
+A search learner draws random candidates, so its pick (and the metric on the infer split) depends on the
+seed: ours runs with ``--seed 0`` (the row's time and weights) and again with seeds 1 to ``--search-seeds`` - 1
+(``ours_metric_seeds``: the range, ``ours_metric_median``, ``metric_delta_median`` against PSL's one run,
+which draws from Java's generator with ``random.seed`` 4).
+
 PSL's default learner (StructuredPerceptron) runs on every program, a search learner (``--search``, default
 RandomGridSearch with PSL's 150 locations) on ``--search-programs`` and the real graphs.
 
@@ -228,9 +233,11 @@ def run_psl_learn(config: Path, method: str, out: Path, timeout: float) -> dict:
     return {"wall": wall, "weights": np.array(weights), "values": _read_predictions(out / "predictions")}
 
 
-def run_ours_learn(config: Path, method: str, out: Path, timeout: float) -> dict:
-    """``python -m tractable.cli psl --learn METHOD`` in a fresh process; weights, predictions, wall."""
+def run_ours_learn(config: Path, method: str, out: Path, timeout: float, seed: int | None = None) -> dict:
+    """``python -m tractable.cli psl --learn METHOD [--seed S]`` in a fresh process; weights, predictions, wall."""
     cmd = [sys.executable, "-m", "tractable.cli", "psl", str(config), "--learn", method, "--output", str(out)]
+    if seed is not None:
+        cmd += ["--seed", str(seed)]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=user_env())
@@ -255,7 +262,23 @@ def run_ours_learn(config: Path, method: str, out: Path, timeout: float) -> dict
     }
 
 
-def row(rec, name: str, config: Path, method: str, use_psl: bool, timeout: float, workdir: Path) -> None:
+def _other_seeds(config: Path, method: str, workdir: Path, timeout: float, n_seeds: int, tag: str) -> list[float]:
+    """A search learner's metric on the infer split with ``--seed 1 .. n_seeds - 1`` (its draws differ by seed)."""
+    from tractable.psl.learning import LEARNERS, _resolve
+
+    if n_seeds <= 1 or LEARNERS[_resolve(method)].family != "search":
+        return []
+    out = []
+    for seed in range(1, n_seeds):
+        res = run_ours_learn(config, method, workdir / f"{tag}-seed{seed}", timeout, seed=seed)
+        if "ours_error" not in res:
+            out.append(_score(config, res["values"])[2])
+    return out
+
+
+def row(
+    rec, name: str, config: Path, method: str, use_psl: bool, timeout: float, workdir: Path, n_seeds: int = 1
+) -> None:
     tag = f"{config.parent.parent.parent.name}-{config.stem}-{method}"
     # numba's cache filled by one earlier run, as `tractable warmup` (or any earlier run) does
     run_ours_learn(config, method, workdir / f"{tag}-warm", timeout)
@@ -274,6 +297,12 @@ def row(rec, name: str, config: Path, method: str, use_psl: bool, timeout: float
         metric=f"{pred}.{metric}",
         ours_metric=ours_metric,
     )
+    seeds = [ours_metric, *_other_seeds(config, method, workdir, timeout, n_seeds, tag)]
+    if len(seeds) > 1:  # a search learner: its pick among random candidates varies with the seed
+        r.update(
+            ours_metric_seeds=f"{min(seeds):.4g}..{max(seeds):.4g} ({len(seeds)} seeds)",
+            ours_metric_median=float(np.median(seeds)),
+        )
     if use_psl:
         psl = run_psl_learn(config, method, workdir / f"{tag}-psl", timeout)
         if "psl_error" in psl:
@@ -294,6 +323,8 @@ def row(rec, name: str, config: Path, method: str, use_psl: bool, timeout: float
                 metric_delta=sign * (ours_metric - psl_metric),
                 max_weight_diff=diff,
             )
+            if len(seeds) > 1:
+                r["metric_delta_median"] = sign * (float(np.median(seeds)) - psl_metric)
     rec.add(**r)
 
 
@@ -352,6 +383,12 @@ def main(argv=None) -> None:
     ap.add_argument("--programs", nargs="+", help="generated programs to run (default: every one with a learn split)")
     ap.add_argument("--no-real", action="store_true", help="skip the real Cora and CiteSeer graphs")
     ap.add_argument("--real", nargs="+", choices=sorted(REAL), default=sorted(REAL), help="real graphs to run")
+    ap.add_argument(
+        "--search-seeds",
+        type=int,
+        default=5,
+        help="a search learner also runs with --seed 1 .. N-1 (ours_metric_seeds, ours_metric_median); 1: seed 0 only",
+    )
     ap.add_argument("--no-psl", action="store_true", help="skip PSL")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run of either tool")
     ap.add_argument("--no-save", action="store_true", help="print the rows without recording them")
@@ -369,6 +406,7 @@ def main(argv=None) -> None:
     programs = args.programs or (["citeseer", "trust-prediction"] if args.quick else learn_programs())
     if args.quick:
         args.search_programs = ["citeseer"]
+        args.search_seeds = min(args.search_seeds, 2)
     rec = Recorder("psl_learn", title="PSL weight learning: learn + infer + evaluate vs PSL 2.4", notes=notes)
     with tempfile.TemporaryDirectory(prefix="psl_learn_") as tmp:
         workdir = Path(tmp)
@@ -377,7 +415,16 @@ def main(argv=None) -> None:
             config = generate(name, workdir / "generated", scale=scale, rng=0)
             methods = args.methods + ([args.search] if args.search and name in args.search_programs else [])
             for method in methods:
-                row(rec, f"{name} (generated, scale {scale:g})", config, method, use_psl, args.timeout, workdir)
+                row(
+                    rec,
+                    f"{name} (generated, scale {scale:g})",
+                    config,
+                    method,
+                    use_psl,
+                    args.timeout,
+                    workdir,
+                    args.search_seeds,
+                )
         memory_rows(rec, workdir, args.quick)
         if not (args.quick or args.no_real):
             for name in args.real:
@@ -386,7 +433,7 @@ def main(argv=None) -> None:
                     print(f"{name} skipped: {DATA / name}.npz is missing")
                     continue
                 for method in args.methods + ([args.search] if args.search else []):
-                    row(rec, f"{name} (real graph)", config, method, use_psl, args.timeout, workdir)
+                    row(rec, f"{name} (real graph)", config, method, use_psl, args.timeout, workdir, args.search_seeds)
     if not args.no_save:
         print(f"saved to {rec.save(update_keys=('program', 'method') if args.update else None)}")
 
