@@ -205,7 +205,6 @@ def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, 
     """PSL's runs use every core: a search learner's candidates run on threads (n_jobs -1, or --threads N);
     the gradient learners are not given n_jobs (they have no candidates)."""
     from _helpers import psl_generator
-
     from tractable.psl.model import Model
 
     program = psl_generator().generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
