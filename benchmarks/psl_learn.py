@@ -380,7 +380,11 @@ def main(argv=None) -> None:
         default=["citeseer", "cora", "trust-prediction"],
         help="generated programs the search learner runs on (PSL's search takes minutes per program)",
     )
-    ap.add_argument("--programs", nargs="+", help="generated programs to run (default: every one with a learn split)")
+    ap.add_argument(
+        "--programs",
+        nargs="*",
+        help="generated programs to run (default: every one with a learn split; no names: none)",
+    )
     ap.add_argument("--no-real", action="store_true", help="skip the real Cora and CiteSeer graphs")
     ap.add_argument("--real", nargs="+", choices=sorted(REAL), default=sorted(REAL), help="real graphs to run")
     ap.add_argument(
@@ -403,7 +407,10 @@ def main(argv=None) -> None:
     notes = NOTES + (f" PSL not run: {reason}." if reason else "")
     if reason:
         print(f"PSL not run: {reason}")
-    programs = args.programs or (["citeseer", "trust-prediction"] if args.quick else learn_programs())
+    if args.programs is not None:
+        programs = args.programs
+    else:
+        programs = ["citeseer", "trust-prediction"] if args.quick else learn_programs()
     if args.quick:
         args.search_programs = ["citeseer"]
         args.search_seeds = min(args.search_seeds, 2)
