@@ -347,10 +347,12 @@ def _solve(args, model) -> int:
     from ..psl.model import Model
     from . import NoSolution
 
+    parallel = None
     if args.threads is not None and args.workers is None and args.scheduler is None:
         from .._numba import set_threads
 
-        set_threads(args.threads)  # checked before learning, which takes it too
+        # checked before learning (a search learner's candidates run on --threads too); with Dask, _dask refuses it
+        parallel = set_threads(args.threads) or None
     learned = None
     if args.data is None and (args.learn or model.learn_requested):
         learned = ("learned.json", _learn_into(Model, model, args))
@@ -359,12 +361,9 @@ def _solve(args, model) -> int:
     elif args.seed is not None:
         raise ValueError("`--seed` seeds weight learning: give `--learn` (or a program with runtime.learn).")
     options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
+    options["parallel"] = parallel
     client, cluster = _dask(args)
     try:
-        if args.threads is not None:
-            from .._numba import set_threads
-
-            options["parallel"] = set_threads(args.threads) or None
         if client is not None:
             options.update(
                 client=client, shards={"auto": None, "yes": True, "no": False}[args.shards], shard_dir=args.shard_dir

@@ -50,8 +50,8 @@ _DUCKDB_MAGIC = b"DUCK"  # bytes 8..11 of a DuckDB database file
 def _weight_scaled_rho(rules, rule_counts) -> float | None:
     """ADMM's step size for a ground program whose step size the program does not set: the solver's default
     (:func:`tractable.hlmrf.admm.default_rho_for`, tuned for weights near 1) times the mean weight of the ground
-    potentials (from the rules' weights and their
-    ``rule_counts``, so that a program grounded here and one grounded into shards get the same step size).
+    potentials (from the rules' weights and their ``rule_counts``, so that a program grounded here and one
+    grounded into shards get the same step size).
 
     ADMM on weights ``c w`` with step size ``c rho`` runs the same iterates as on ``w`` with ``rho``, so this
     makes PSL's inference as fast whatever the scale of the weights; learned weights (which PSL's learners
