@@ -203,7 +203,8 @@ def test_learning_from_the_command_line_is_reproducible(tmp_path, capsys):
 
 def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, capsys, monkeypatch):
     """PSL's runs use every core: a search learner's candidates run on threads (n_jobs -1, or --threads N);
-    the gradient learners are not given n_jobs (they have no candidates)."""
+    the gradient learners are not given n_jobs (they have no candidates), and their inferences run ADMM on
+    --threads N as inference does."""
     from _helpers import psl_generator
     from tractable.psl.model import Model
 
@@ -212,7 +213,8 @@ def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, 
     learn = Model.learn
 
     def spy(self, **options):
-        seen.append((options["method"], options.get("n_jobs")))
+        parallel = options.get("solve_options", {}).get("parallel")
+        seen.append((options["method"], options.get("n_jobs"), parallel))
         return learn(self, **options)
 
     monkeypatch.setattr(Model, "learn", spy)
@@ -220,16 +222,21 @@ def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, 
         args = ["psl", str(program), "--learn", "RandomGridSearch", "--output", str(tmp_path / f"o{i}"), *extra]
         assert main(args) in (0, 1)
     assert main(["psl", str(program), "--learn", "--output", str(tmp_path / "sp")]) in (0, 1)
+    assert main(["psl", str(program), "--learn", "--threads", "2", "--output", str(tmp_path / "sp2")]) in (0, 1)
     assert seen == [
-        ("RandomGridSearch", -1),
-        ("RandomGridSearch", 1),
-        ("RandomGridSearch", -1),
-        ("StructuredPerceptron", None),
+        ("RandomGridSearch", -1, None),
+        ("RandomGridSearch", 1, None),
+        ("RandomGridSearch", -1, None),
+        ("StructuredPerceptron", None, None),
+        ("StructuredPerceptron", None, True),
     ]
+    sp, sp2 = (json.loads((tmp_path / o / "learned.json").read_text())["rules"] for o in ("sp", "sp2"))
+    weights = [[float(r.split(":")[0]) for r in rules if ":" in r] for rules in (sp, sp2)]
+    assert len(weights[0]) > 1 and weights[0] == pytest.approx(weights[1], abs=1e-6)
     capsys.readouterr()
     assert main(["psl", str(program), "--learn", "--threads", "-2", "--output", str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0] and len(seen) == 4
+    assert len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0] and len(seen) == 5
 
 
 def test_data_that_break_a_hard_rule_are_dropped_with_a_warning_or_strict(tmp_path, capsys):

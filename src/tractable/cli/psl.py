@@ -64,8 +64,8 @@ def register(subparsers) -> None:
         "--threads",
         type=int,
         metavar="N",
-        help="run ADMM on N threads (0: every core; default 1), and a search learner's candidates on N threads "
-        "(default every core), as PSL uses every core",
+        help="run ADMM on N threads (0: every core; default 1), a gradient learner's inferences included, and a "
+        "search learner's candidates on N threads (default every core), as PSL uses every core",
     )
     p.add_argument(
         "--workers",
@@ -130,7 +130,7 @@ def _load_json(Model, path, split, database, strict=False):
     return model
 
 
-def _learn_into(Model, model, args) -> str:
+def _learn_into(Model, model, args, parallel) -> str:
     """Learn the weights on the learn split (method from --learn, the program, or PSL's default) and set
     them on ``model`` (the infer split); returns the text of OUTPUT/learned.json, written at the end."""
     from ..psl.learning import learner_options
@@ -140,7 +140,7 @@ def _learn_into(Model, model, args) -> str:
         method = args.learn if isinstance(args.learn, str) else (learn_model.learn_method or "StructuredPerceptron")
         options = learner_options(method, learn_model.learn_options)
         options["rng"] = _seed(args, learn_model.learn_seed)
-        _search_jobs(args, method, options)
+        _learning_threads(args, method, options, learn_model, parallel)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
@@ -154,13 +154,16 @@ def _learn_into(Model, model, args) -> str:
     return text
 
 
-def _search_jobs(args, method: str, options: dict) -> None:
+def _learning_threads(args, method: str, options: dict, learn_model, parallel) -> None:
     """A search learner scores its candidates on threads: every core (PSL's runs use every core), or
-    ``--threads N``. The candidates and the answer are the same whatever the number of threads."""
+    ``--threads N``; the other learners run their inferences' ADMM on ``--threads N`` as inference does
+    (``parallel``). The answer is the same whatever the number of threads."""
     from ..psl.learning import LEARNERS, _resolve
 
     if LEARNERS[_resolve(method)].family == "search":
         options["n_jobs"] = args.threads or -1
+    elif parallel:
+        options["solve_options"] = {**learn_model.solve_options, "parallel": True}
 
 
 def _seed(args, program_seed: int | None) -> int:
@@ -180,7 +183,7 @@ def _print_learning(res) -> None:
     )
 
 
-def _learn_psl_into(Model, model, args) -> str:
+def _learn_psl_into(Model, model, args, parallel) -> str:
     """PSL 2.x's ``-learn``: learn the weights on ``--learn-data`` (default the .data file given) with
     ``--learn METHOD`` (default MaxLikelihoodMPE, PSL 2.x's CLI default), set them on ``model``; returns the
     text of OUTPUT/learned.psl (the rule file with the learned weights), written at the end."""
@@ -190,7 +193,7 @@ def _learn_psl_into(Model, model, args) -> str:
     try:
         method = args.learn if isinstance(args.learn, str) else "MaxLikelihoodMPE"
         options = {"rng": _seed(args, None)}
-        _search_jobs(args, method, options)
+        _learning_threads(args, method, options, learn_model, parallel)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
@@ -355,9 +358,9 @@ def _solve(args, model) -> int:
         parallel = set_threads(args.threads) or None
     learned = None
     if args.data is None and (args.learn or model.learn_requested):
-        learned = ("learned.json", _learn_into(Model, model, args))
+        learned = ("learned.json", _learn_into(Model, model, args, parallel))
     elif args.data is not None and args.learn:
-        learned = ("learned.psl", _learn_psl_into(Model, model, args))
+        learned = ("learned.psl", _learn_psl_into(Model, model, args, parallel))
     elif args.seed is not None:
         raise ValueError("`--seed` seeds weight learning: give `--learn` (or a program with runtime.learn).")
     options = {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "max_iter": args.max_iter, "gap_tol": args.gap_tol}
