@@ -239,6 +239,26 @@ def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, 
     assert len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0] and len(seen) == 5
 
 
+def test_progress_bars_on_a_terminal_unless_no_progress(tmp_path, capsys, monkeypatch):
+    """Learning's bar and inference's ADMM bar go to stderr when it is a terminal; --no-progress, or stderr
+    that is not a terminal (a pipe, a file, these tests), shows none. The outputs are the same either way."""
+    from _helpers import psl_generator
+
+    program = psl_generator().generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
+    runs = {}
+    for name, tty, extra in [("pipe", False, ()), ("tty", True, ()), ("quiet", True, ("--no-progress",))]:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda tty=tty: tty)
+        assert main(["psl", str(program), "--learn", "--output", str(tmp_path / name), *extra]) == 0
+        runs[name] = capsys.readouterr()
+    assert "StructuredPerceptron:" in runs["tty"].err and "ADMM:" in runs["tty"].err and "%|" in runs["tty"].err
+    assert "%|" not in runs["pipe"].err and "%|" not in runs["quiet"].err
+    assert runs["pipe"].err == runs["quiet"].err
+    files = {name: sorted(p.name for p in (tmp_path / name).iterdir()) for name in runs}
+    assert files["tty"] == files["pipe"] == files["quiet"]
+    for f in files["tty"]:
+        assert (tmp_path / "tty" / f).read_text() == (tmp_path / "pipe" / f).read_text()
+
+
 def test_data_that_break_a_hard_rule_are_dropped_with_a_warning_or_strict(tmp_path, capsys):
     """simple-acquaintances' symmetry with asymmetric observations: PSL drops the ground rule and runs on."""
     d = tmp_path / "data"

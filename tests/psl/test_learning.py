@@ -388,6 +388,23 @@ def test_stopping_at_the_step_budget_warns():
     assert res.status == "completed" and res.converged
 
 
+@pytest.mark.parametrize("method", ["StructuredPerceptron", "SquaredError", "MaxLikelihoodMPE"])
+def test_progress_shows_a_bar_over_the_steps_and_changes_no_answer(method, capsys):
+    quiet = _learn(_program(), method, max_iter=40)
+    capsys.readouterr()
+    shown = _learn(_program(), method, max_iter=40, progress=True)
+    err = capsys.readouterr().err
+    np.testing.assert_array_equal(shown.weights, quiet.weights)
+    assert method in err
+    # a run that converged before its budget fills the bar at its own count; one that used it, at the budget
+    total = shown.n_iter if shown.status == "converged" else 40
+    assert f"{shown.n_iter}/{total}" in err
+    _learn(_program(), method, max_iter=3)
+    assert capsys.readouterr().err == ""  # no bar by default
+    with pytest.raises(ValueError, match="`progress` must be a bool"):
+        _learn(_program(), method, progress="yes please")
+
+
 def test_latent_targets_are_inferred_in_the_truth_state():
     """A target without truth is latent: PSL 2.4's latent inference fixes the labels and infers it."""
     m = _program(latent=(0.5,))

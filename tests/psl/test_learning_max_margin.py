@@ -129,6 +129,15 @@ def test_average_weights_follow_psl_recursion_when_unconverged():
     np.testing.assert_allclose(res.weights, avg, atol=1e-9)
 
 
+def test_progress_shows_the_steps_with_the_duality_gap(capsys):
+    quiet = _learn(_program(OBS, TRUTH, (0.3, 2.0)), l2_regularization=0.2, max_iter=4)
+    capsys.readouterr()
+    shown = _learn(_program(OBS, TRUTH, (0.3, 2.0)), l2_regularization=0.2, max_iter=4, progress=True)
+    err = capsys.readouterr().err
+    np.testing.assert_array_equal(shown.weights, quiet.weights)
+    assert "FrankWolfe" in err and "4/4" in err and "gap=" in err
+
+
 def test_unnormalized_loss_scales_the_corner_by_the_label_count():
     w0 = np.array([0.7, 1.6])
     res = _learn(_program(OBS, TRUTH, w0), max_iter=1, normalize=False)

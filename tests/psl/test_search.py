@@ -281,6 +281,24 @@ def test_time_limit_returns_the_best_so_far():
     assert any(np.array_equal(res.weights, w) for w in res.weight_path)
 
 
+@pytest.mark.parametrize("method", SEARCH)
+def test_progress_counts_every_candidate_of_the_plan(method, capsys):
+    """The bar's total is the number of candidates the learner scores (an upper bound for
+    GuidedRandomGridSearch, whose neighbours may be fewer, and GaussianProcessPrior, whose early stopping may
+    end the search); it shows the best metric so far and changes no answer."""
+    quiet = _search(method, rng=3, **SMALL[method])
+    capsys.readouterr()
+    res = _search(method, rng=3, progress=True, **SMALL[method])
+    err = capsys.readouterr().err
+    np.testing.assert_array_equal(res.weight_path, quiet.weight_path)
+    np.testing.assert_array_equal(res.weights, quiet.weights)
+    assert method in err and f"{res.n_iter}/{res.n_iter}" in err and "best mse=" in err
+    planned = int(re.search(r" 0/(\d+) ", err).group(1))  # the total when the bar was drawn first
+    assert (
+        planned >= res.n_iter if method in ("GuidedRandomGridSearch", "GaussianProcessPrior") else planned == res.n_iter
+    )
+
+
 # ----------------------------------------------------------------------------------------------- evaluators
 def test_primary_evaluation_of_the_program_is_the_default():
     m = _program()

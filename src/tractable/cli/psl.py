@@ -55,6 +55,11 @@ def register(subparsers) -> None:
         help="a hard ground rule that the observed values alone violate is an error (default: dropped with a "
         "warning, as PSL drops ground rules without open atoms)",
     )
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bars for learning and inference (shown when stderr is a terminal)",
+    )
     p.add_argument("--database", metavar="FILE", help="a DuckDB database file for the atom tables (default: memory)")
     p.add_argument("--eps-abs", type=float, help="ADMM absolute tolerance (overrides the program's option)")
     p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (overrides the program's option)")
@@ -141,6 +146,7 @@ def _learn_into(Model, model, args, parallel) -> str:
         options = learner_options(method, learn_model.learn_options)
         options["rng"] = _seed(args, learn_model.learn_seed)
         _learning_threads(args, method, options, learn_model, parallel)
+        options["progress"] = _progress(args)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
@@ -164,6 +170,11 @@ def _learning_threads(args, method: str, options: dict, learn_model, parallel) -
         options["n_jobs"] = args.threads or -1
     elif parallel:
         options["solve_options"] = {**learn_model.solve_options, "parallel": True}
+
+
+def _progress(args) -> bool:
+    """Progress bars on stderr: when it is a terminal and ``--no-progress`` is not given."""
+    return not args.no_progress and sys.stderr.isatty()
 
 
 def _seed(args, program_seed: int | None) -> int:
@@ -194,6 +205,7 @@ def _learn_psl_into(Model, model, args, parallel) -> str:
         method = args.learn if isinstance(args.learn, str) else "MaxLikelihoodMPE"
         options = {"rng": _seed(args, None)}
         _learning_threads(args, method, options, learn_model, parallel)
+        options["progress"] = _progress(args)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
@@ -381,6 +393,8 @@ def _solve(args, model) -> int:
         if model.ignored_options:  # after grounding, so that an error stays the only line on stderr
             print(f"ignored PSL options: {', '.join(model.ignored_options)}", file=sys.stderr)
         options = {k: v for k, v in options.items() if v is not None}
+        if client is None and _progress(args):
+            options["progress"] = True
         # in this process: the predictions as columns, written and evaluated without importing pandas
         columns = client is None
         predictions, res = model._infer_columns(**options) if columns else model.infer(**options)

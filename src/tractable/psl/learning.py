@@ -303,7 +303,34 @@ _FW_OPTIONS = {
 }
 _PSL_ALIASES = {"maxspeudolikelihood.numsamples": "n_samples", "maxspeudolikelihood.bool": "boolean"}
 #: options of every learner that are not PSL's (Python keywords only)
-_PY_ONLY = ("initial_weights", "rng", "solve_options", "warm_start", "time_limit")
+_PY_ONLY = ("initial_weights", "rng", "solve_options", "warm_start", "time_limit", "progress")
+
+
+class _Progress:
+    """A tqdm bar (on stderr) over learning's steps or a search's candidates when ``enabled``, else nothing:
+    ``step()`` after each one, with the figures to show beside the count."""
+
+    def __init__(self, enabled: bool, desc: str, total, unit: str):
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit=unit)
+
+    def step(self, n: int = 1, **postfix) -> None:
+        if self.bar is not None:
+            if postfix:
+                self.bar.set_postfix({k: f"{v:.4g}" for k, v in postfix.items()}, refresh=False)
+            self.bar.update(n)
+
+    def close(self, complete: bool = False) -> None:
+        """Close the bar; ``complete``: the run finished before its planned count (converged), so the count
+        reached is the total."""
+        if self.bar is not None:
+            if complete and self.bar.total is not None and self.bar.n < self.bar.total:
+                self.bar.total = self.bar.n
+                self.bar.refresh()
+            self.bar.close()
 
 
 def _all_known() -> dict:
@@ -1177,7 +1204,7 @@ class _FrankWolfe:
         return float(0.5 * self.opt["l2_regularization"] * np.dot(w, w) + l_s + np.dot(w, psi))
 
 
-def _run_fw(learner, w, o, deadline):
+def _run_fw(learner, w, o, deadline, progress):
     prob = learner.prob
     lam = o["l2_regularization"]
     learner.obs = prob.truth_incompatibility(w)
@@ -1204,6 +1231,7 @@ def _run_fw(learner, w, o, deadline):
         path.append(w.copy())
         n_steps = it
         gap = lam * numerator
+        progress.step(objective=losses[-1], gap=gap)
         if gap < o["tolerance"]:
             status, detail = CONVERGED, f"duality gap {gap:.3g} < {o['tolerance']:g}"
             break
@@ -1233,7 +1261,7 @@ LEARNERS = {
 
 
 # ============================================================================================ drivers
-def _run_gd(learner, w, o, deadline):
+def _run_gd(learner, w, o, deadline, progress):
     ext = o["extension"]
     path, losses, grads = [w.copy()], [], []
     status, detail, previous = None, "", math.inf
@@ -1267,6 +1295,7 @@ def _run_gd(learner, w, o, deadline):
         grads.append(g)
         path.append(w.copy())
         n_steps = it + 1
+        progress.step(objective=objective, movement=movement)
         why = learner.stop(it, objective, previous, movement, g, w)
         if why is not None:
             status, detail = CONVERGED, why
@@ -1283,7 +1312,7 @@ def _run_gd(learner, w, o, deadline):
     return w, path, losses, grads, n_steps, status, detail
 
 
-def _run_vp(learner, w, o, deadline):
+def _run_vp(learner, w, o, deadline, progress):
     prob = learner.prob
     if o["zero_initial_weights"]:
         w = np.zeros_like(w)
@@ -1305,6 +1334,7 @@ def _run_vp(learner, w, o, deadline):
         total += w
         grads.append(g)
         n_steps = step + 1
+        progress.step(loss=losses[-1])
         if o["average_steps"]:
             path.append(total / n_steps)
         else:
@@ -1388,6 +1418,7 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
     if solve_options is not None and not isinstance(solve_options, dict):
         raise TypeError(f"`solve_options` must be a dict of tractable.hlmrf.solve options; got {solve_options!r}.")
     warm_start = _as_bool(options.get("warm_start", True), "warm_start")
+    show = _as_bool(options.get("progress", False), "progress")
     ground = model.ground()
     label_vars, label_vals = truth_labels(model, ground)
     prob = _Problem(ground, weighted, label_vars, label_vals, solve_options, warm_start, rng)
@@ -1409,6 +1440,7 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
             rng=rng,
             t0=t0,
             deadline=deadline,
+            progress=show,
         )
     if cls.family == "gd" and opt["extension"] != "NONE":
         total = w0.sum()
@@ -1420,7 +1452,12 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
         w0 = w0 / total
     learner = cls(prob, opt)
     runner = {"gd": _run_gd, "vp": _run_vp, "fw": _run_fw}[cls.family]
-    w, path, losses, grads, n_steps, status, detail = runner(learner, w0.copy(), opt, deadline)
+    progress = _Progress(show, name, opt["max_iter"], "step")
+    status = None
+    try:
+        w, path, losses, grads, n_steps, status, detail = runner(learner, w0.copy(), opt, deadline, progress)
+    finally:
+        progress.close(complete=status == CONVERGED)
     message = stop_message(status, name, n_steps, detail)
     if prob.n_unconverged:
         warn_stopped(

@@ -906,7 +906,8 @@ class Model:
             The learner's options, as PSL's option names (``**{"gradientdescent.numsteps": 100}``) or as
             Python keywords (``max_iter=100``): see docs/psl.md. For every learner also
             ``initial_weights`` (default: the rules' weights), ``rng``, ``time_limit``, ``warm_start``
-            (default True) and ``solve_options`` (a dict for :func:`tractable.hlmrf.solve`; default
+            (default True), ``progress`` (default False: a tqdm bar over the steps or candidates) and
+            ``solve_options`` (a dict for :func:`tractable.hlmrf.solve`; default
             :attr:`solve_options`; ADMM's inferences inside learning stop at a certified relative gap of
             ``LEARNING_GAP_TOL`` = 5e-3 unless these set ``gap_tol``). The search learners also take
             ``n_jobs`` (threads, default 1; -1 every core) and ``client`` (a ``dask.distributed.Client``).

@@ -74,6 +74,7 @@ from .learning import (
     LearnResult,
     _as_bool,
     _positive,
+    _Progress,
     rule_text_with_weight,
 )
 
@@ -281,6 +282,8 @@ class _Run:
 
     def __init__(self, task, n_jobs, client, deadline):
         self.task, self.n_jobs, self.client, self.deadline = task, n_jobs, client, deadline
+        self.progress = _Progress(False, "", None, "")  # a bar over the candidates scored (search_learn sets it)
+        self.best_seen = None  # (normalized, metric) of the best candidate so far, for the bar
         self.weights, self.metric, self.normalized, self.budgets, self.ranks = [], [], [], [], []
         self.n_solves = self.n_iter = self.n_unconverged = 0
         self.solve_time = 0.0
@@ -332,6 +335,10 @@ class _Run:
                 break
             if not converged and budget >= 1.0:
                 self.n_unconverged += 1
+            if budget >= 1.0 and (self.best_seen is None or normalized > self.best_seen[0]):
+                self.best_seen = (normalized, metric)  # a truncated inference (Hyperband) is not a candidate's score
+            shown = {} if self.best_seen is None else {f"best {self.task.metrics.spec.metric}": self.best_seen[1]}
+            self.progress.step(**shown)
             self.weights.append(np.asarray(w, float))
             self.metric.append(metric)
             self.normalized.append(normalized)
@@ -422,6 +429,10 @@ class _SearchLearner:
     def eligible(self):
         return None
 
+    def planned(self):
+        """The number of candidates the search scores without a time limit (None: not known before)."""
+        return None
+
 
 class _GridSearch(_SearchLearner):
     """PSL 2.4's ``GridSearch``: every point of ``weights^n_rules`` in grid order (the last rule's index
@@ -434,6 +445,9 @@ class _GridSearch(_SearchLearner):
 
     def grid_size(self):
         return len(self.opt["weights"]) ** self.n_rules
+
+    def planned(self):
+        return self.grid_size()
 
     def point(self, index: tuple):
         return np.asarray(self.opt["weights"], float)[list(index)]
@@ -462,6 +476,9 @@ class _RandomGridSearch(_GridSearch):
 
     def n_locations(self):
         return min(self.grid_size(), self.opt["max_locations"])
+
+    def planned(self):
+        return self.n_locations()
 
     def draw(self, n, seen: set):
         """``n`` grid points not in ``seen``, uniformly (PSL draws until it finds an unseen one)."""
@@ -500,9 +517,13 @@ class _GuidedRandomGridSearch(_RandomGridSearch):
         "explore_locations": ("guidedrandomgridsearch.explorelocations", 10, _positive(int)),
     }
 
+    def planned(self):
+        o = self.opt
+        return min(self.n_locations(), o["seed_locations"] + o["explore_locations"] * 2**self.n_rules)
+
     def search(self):
         o = self.opt
-        total = min(self.n_locations(), o["seed_locations"] + o["explore_locations"] * 2**self.n_rules)
+        total = self.planned()
         seeds = self.draw(min(o["seed_locations"], total), set())
         self.evaluate_indexes(seeds)
         if self.run.stopped or total <= len(seeds):
@@ -534,6 +555,9 @@ class _ContinuousRandomGridSearch(_SearchLearner):
         **_SAMPLER,
     }
 
+    def planned(self):
+        return self.opt["max_locations"]
+
     def search(self):
         n = self.opt["max_locations"]
         w = _sample_weights(self.rng, self.n_rules, self.opt, n)
@@ -564,6 +588,17 @@ class _Hyperband(_SearchLearner):
         "base_bracket_size": ("hyperband.basebracketsize", 10, _positive(int)),
         **_SAMPLER,
     }
+
+    def planned(self):
+        o, s, total = self.opt, self.opt["survival"], 0
+        for bracket in range(o["n_brackets"]):
+            n = max(1, math.ceil(s**bracket / (bracket + 1) * o["base_bracket_size"]))
+            for _ in range(bracket + 1):
+                total += n
+                n //= s
+                if not n:
+                    break
+        return total
 
     def search(self):
         o, run = self.opt, self.run
@@ -625,6 +660,14 @@ class _GaussianProcessPrior(_SearchLearner):
         "kernel_space": ("gppker.space", "SS", _space),
         **_SAMPLER,
     }
+
+    def planned(self):
+        o = self.opt
+        if o["random_configs_only"]:
+            size = o["max_configs"]
+        else:
+            size = (max(1, int(math.exp(math.log(o["max_configs"]) / self.n_rules))) + 1) ** self.n_rules
+        return min(o["max_iter"], size + bool(o["use_provided_weight"]))
 
     def pool(self):
         o, R = self.opt, self.n_rules
@@ -701,8 +744,9 @@ SEARCH_LEARNERS = {
 
 
 # ============================================================================================ entry
-def search_learn(model, name, cls, opt, options, *, prob, ground, rules, weighted, w0, rng, t0, deadline):
-    """Run the search learner ``cls`` (called by :func:`tractable.psl.learning.learn`)."""
+def search_learn(model, name, cls, opt, options, *, prob, ground, rules, weighted, w0, rng, t0, deadline, progress):
+    """Run the search learner ``cls`` (called by :func:`tractable.psl.learning.learn`); ``progress``: show a
+    bar over the candidates."""
     from ..hlmrf import solve
 
     n_jobs = _n_jobs(options.get("n_jobs"))
@@ -729,8 +773,12 @@ def search_learn(model, name, cls, opt, options, *, prob, ground, rules, weighte
     task = _Task(prob, metrics, eval_vars, used, solve_options, start)
     run = _Run(task, n_jobs, client, deadline)
     learner = cls(run, opt, len(weighted), w0, rng)
-    with run:
-        learner.search()
+    run.progress = _Progress(progress, name, learner.planned(), "candidate")
+    try:
+        with run:
+            learner.search()
+    finally:
+        run.progress.close(complete=not run.stopped)
     status = TIME_LIMIT_REACHED if run.stopped else COMPLETED
     eligible = learner.eligible()
     i = run.best(eligible)
