@@ -421,17 +421,25 @@ def block_pass(indptr, idx, coef, const, weight, kind, n_pair, n_single, x, y, z
             xnorm,
             ynorm,
         )
+    # the terms with one unknown through slices, so that every index is a loop counter: an index computed
+    # as an offset plus the counter could be negative, and its wrap-around check kept the loop scalar
+    j0 = 2 * n_pair
+    xs = x[j0 : j0 + n_single]
+    ys = y[j0 : j0 + n_single]
+    zs = zz[j0 : j0 + n_single]
+    cs = coef[j0 : j0 + n_single]
+    bs = const[n_pair : n_pair + n_single]
+    ws = weight[n_pair : n_pair + n_single]
+    ks = kind[n_pair : n_pair + n_single]
     for u in range(n_single):
-        t = n_pair + u
-        j = 2 * n_pair + u
-        y[j], x[j], primal, xnorm, ynorm = single_term_update(
-            zz[j],
-            x[j],
-            y[j],
-            coef[j],
-            const[t],
-            weight[t],
-            kind[t] == KIND_SQUARED,
+        ys[u], xs[u], primal, xnorm, ynorm = single_term_update(
+            zs[u],
+            xs[u],
+            ys[u],
+            cs[u],
+            bs[u],
+            ws[u],
+            ks[u] == KIND_SQUARED,
             rho,
             inv_rho,
             alpha,

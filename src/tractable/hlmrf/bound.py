@@ -313,10 +313,9 @@ def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, 
     yabs = 0.0
     obj = 0.0
     slack = 0.0
-    for u in range(n_pair + n_single):
-        pair = u < n_pair
-        j0 = 2 * u if pair else n_pair + u
-        j1 = j0 + 1 if pair else j0
+    for u in range(n_pair):
+        j0 = 2 * u
+        j1 = j0 + 1
         total, tmag, yabs, obj, slack = term_certificate(
             y[j0],
             y[j1],
@@ -324,10 +323,38 @@ def block_certificate(indptr, idx, coef, const, weight, kind, n_pair, n_single, 
             coef[j1],
             zz[j0],
             zz[j1],
-            1.0 if pair else 0.0,
+            1.0,
             const[u],
             weight[u],
             kind[u] == _kernels.KIND_SQUARED,
+            squared,
+            total,
+            tmag,
+            yabs,
+            obj,
+            slack,
+        )
+    # the terms with one unknown through slices, so that every index is a loop counter (an offset index could
+    # be negative, and its wrap-around check keeps a loop scalar), in the same order as before
+    j0 = 2 * n_pair
+    ys = y[j0 : j0 + n_single]
+    cs = coef[j0 : j0 + n_single]
+    zs = zz[j0 : j0 + n_single]
+    bs = const[n_pair : n_pair + n_single]
+    ws = weight[n_pair : n_pair + n_single]
+    ks = kind[n_pair : n_pair + n_single]
+    for u in range(n_single):
+        total, tmag, yabs, obj, slack = term_certificate(
+            ys[u],
+            ys[u],
+            cs[u],
+            cs[u],
+            zs[u],
+            zs[u],
+            0.0,
+            bs[u],
+            ws[u],
+            ks[u] == _kernels.KIND_SQUARED,
             squared,
             total,
             tmag,
