@@ -589,10 +589,15 @@ class _Hyperband(_SearchLearner):
         **_SAMPLER,
     }
 
+    def bracket_size(self, bracket: int) -> int:
+        """The number of configurations bracket ``bracket`` draws."""
+        o = self.opt
+        return max(1, math.ceil(o["survival"] ** bracket / (bracket + 1) * o["base_bracket_size"]))
+
     def planned(self):
         o, s, total = self.opt, self.opt["survival"], 0
         for bracket in range(o["n_brackets"]):
-            n = max(1, math.ceil(s**bracket / (bracket + 1) * o["base_bracket_size"]))
+            n = self.bracket_size(bracket)
             for _ in range(bracket + 1):
                 total += n
                 n //= s
@@ -606,7 +611,7 @@ class _Hyperband(_SearchLearner):
         self.full = []
         rank = 0
         for bracket in range(o["n_brackets"]):
-            size = max(1, math.ceil(s**bracket / (bracket + 1) * o["base_bracket_size"]))
+            size = self.bracket_size(bracket)
             configs = list(_sample_weights(self.rng, self.n_rules, o, size))
             ranks = list(range(rank, rank + size))
             rank += size
@@ -661,12 +666,13 @@ class _GaussianProcessPrior(_SearchLearner):
         **_SAMPLER,
     }
 
+    def grid_steps(self) -> int:
+        """Steps per weight of the systematic grid (without ``random_configs_only``)."""
+        return max(1, int(math.exp(math.log(self.opt["max_configs"]) / self.n_rules)))
+
     def planned(self):
         o = self.opt
-        if o["random_configs_only"]:
-            size = o["max_configs"]
-        else:
-            size = (max(1, int(math.exp(math.log(o["max_configs"]) / self.n_rules))) + 1) ** self.n_rules
+        size = o["max_configs"] if o["random_configs_only"] else (self.grid_steps() + 1) ** self.n_rules
         return min(o["max_iter"], size + bool(o["use_provided_weight"]))
 
     def pool(self):
@@ -675,7 +681,7 @@ class _GaussianProcessPrior(_SearchLearner):
             pool = _sample_weights(self.rng, R, o, o["max_configs"])
         else:
             lo = 0.0 if o["kernel_space"] == "OS" else _GPP_MIN_WEIGHT
-            per = max(1, int(math.exp(math.log(o["max_configs"]) / R)))
+            per = self.grid_steps()
             values = lo + np.arange(per + 1) / per
             grids = np.meshgrid(*([values] * R), indexing="ij")
             pool = np.stack([g.reshape(-1, order="F") for g in grids], axis=1)  # first rule fastest, as PSL
