@@ -289,7 +289,7 @@ class _Owners:
             outs = wait([a.step_push(rho, self.alpha) for a in self.actors], what)
             t_b = time.perf_counter()
             self._residuals([o[0] for o in outs], stats)
-            if self.watch and stats[0] <= stats[2] and stats[1] <= stats[3]:
+            if self.watch and _driver.residuals_small(stats):
                 return it
             ups = wait([a.update(rho) for a in self.actors], what)
             t_c = time.perf_counter()
