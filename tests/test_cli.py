@@ -113,7 +113,9 @@ def test_solve_rejects_options_its_method_does_not_use(tmp_path, capsys):
         == 2
     )
     err = capsys.readouterr().err
-    assert "`max_table_size` does not apply to `method`='enumerate'" in err and len(err.strip().splitlines()) == 1
+    want = "`--max-table-size` applies to `--method auto` and `--method variable_elimination` only; got --method "
+    want += "enumerate."
+    assert want in err and len(err.strip().splitlines()) == 1
     assert main(["solve", str(tmp_path / "m.uai"), "--task", "MAR", "--method", "ve"]) == 2  # the old spelling is gone
     err = capsys.readouterr().err
     assert "argument --method: invalid choice: 've'" in err and len(err.strip().splitlines()) == 1
@@ -210,3 +212,152 @@ def test_the_program_tunes_the_garbage_collector_for_itself_only(tmp_path):
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert r.stdout.split(None, 1)[0] == "2", r.stderr
     assert r.stdout.strip() == f"2 {GC_THRESHOLDS} True"
+
+
+# ----------------------------------------------------------------------------- options checked by the parser
+
+
+def _fails(argv, capsys, message):
+    """``main(argv)`` exits 2 with one line on stderr that holds ``message``."""
+    assert main([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["solve", "M", "--task", "MMP", "--seed", "-1"], "argument --seed: expected an integer >= 0; got '-1'"),
+        (
+            ["solve", "M", "--task", "MMP", "--epsilon", "0.7"],
+            "argument --epsilon: expected a number between 0 and 0.5",
+        ),
+        (["solve", "M", "--task", "MMP", "--max-sweeps", "0"], "argument --max-sweeps: expected an integer >= 1"),
+        (["solve", "M", "--task", "MAR", "--time-limit", "0"], "argument --time-limit: expected a finite number > 0"),
+        (["solve", "M", "--task", "MAR", "--max-iter", "1.5"], "argument --max-iter: expected an integer >= 1"),
+        (["solve", "M", "--task", "MAR", "--tol", "-1"], "argument --tol: expected a finite number >= 0; got '-1'"),
+        (["solve", "M", "--task", "MAR", "--damping", "1"], "argument --damping: expected a number in [0, 1); got '1'"),
+        (
+            ["solve", "M", "--task", "MAR", "--max-table-size", "0"],
+            "argument --max-table-size: expected an integer >= 1",
+        ),
+        (["hlmrf", "M", "--method", "highs", "--max-iter", "0"], "argument --max-iter: expected an integer >= 1"),
+        (["hlmrf", "M", "--rho", "0"], "argument --rho: expected a finite number > 0; got '0'"),
+        (["hlmrf", "M", "--eps-abs", "-1"], "argument --eps-abs: expected a finite number >= 0"),
+        (["hlmrf", "M", "--eps-rel", "nan"], "argument --eps-rel: expected a finite number >= 0; got 'nan'"),
+        (["hlmrf", "M", "--gap-tol", "0"], "argument --gap-tol: expected a finite number > 0"),
+        (["hlmrf", "M", "--time-limit", "-2"], "argument --time-limit: expected a finite number > 0"),
+        (["hlmrf", "M", "--threads", "two"], "argument --threads: expected an integer; got 'two'"),
+        (["hlmrf", "M", "--threads", "-1"], "`--threads` must be an integer from 0 (all) to"),  # before reading M
+        (["clique", "--benchmark", "POTZ"], "argument --benchmark: invalid choice: 'POTZ'"),
+        (["clique", "--benchmark", "POTTS", "--n", "1"], "argument --n: expected an integer >= 2; got '1'"),
+        (["clique", "--benchmark", "POTTS", "--m", "0"], "argument --m: expected an integer >= 1; got '0'"),
+        (["clique", "--benchmark", "POTTS", "--seed", "-1"], "argument --seed: expected an integer >= 0"),
+        (["clique", "--benchmark", "POTTS", "--lam", "inf"], "argument --lam: expected a finite number; got 'inf'"),
+        (["clique", "--benchmark", "POTTS", "--lam", "-1"], "`--lam` must be >= 0 with --benchmark; got -1.0."),
+        (["cardinality", "T", "F", "--task", "sample", "--size", "-1"], "argument --size: expected an integer >= 0"),
+        (["cardinality", "T", "F", "--task", "sample", "--seed", "x"], "argument --seed: expected an integer >= 0"),
+    ],
+)
+def test_bad_option_values_exit_2_naming_the_flag(argv, message, capsys):
+    command = f"tractable {argv[0]}: error: "
+    _fails(argv, capsys, message)
+    assert main(argv) == 2 and capsys.readouterr().err.startswith(command)  # the files (M, T, F) are never read
+
+
+def test_clique_benchmark_kind_is_case_insensitive(capsys):
+    assert main(["clique", "--benchmark", "potts", "--n", "6", "--m", "3", "--seed", "1"]) == 0
+    lower = capsys.readouterr().out
+    assert main(["clique", "--benchmark", "POTTS", "--n", "6", "--m", "3", "--seed", "1"]) == 0
+    assert capsys.readouterr().out.split('"time_s"')[0] == lower.split('"time_s"')[0]
+
+
+# ----------------------------------------------------------------------------- options the run would ignore
+
+
+@pytest.fixture
+def clique_npz(tmp_path):
+    path = tmp_path / "c.npz"
+    np.savez(path, phi=np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]]), W=np.eye(2))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--benchmark", "POTTS", "--potential", "entropy"], "`--potential` applies to `--npz` only"),
+        (["--npz", "NPZ", "--n", "10"], "`--n` applies to `--benchmark` only; got --npz"),
+        (["--npz", "NPZ", "--m", "3"], "`--m` applies to `--benchmark` only; got --npz"),
+        (["--npz", "NPZ", "--seed", "0"], "`--seed` applies to `--benchmark` only; got --npz"),
+        (["--npz", "NPZ", "--potential", "majority", "--lam", "2"], "`--lam` does not apply to --potential majority"),
+        (
+            ["--benchmark", "POTTS", "--n", "6", "--method", "majority_exact"],
+            "`--method majority_exact` does not apply to --benchmark POTTS: the clique potential must be a "
+            "LinearMajority",
+        ),
+        (
+            ["--npz", "NPZ", "--potential", "makespan", "--method", "alpha_expansion"],
+            "`--method alpha_expansion` does not apply to --potential makespan: the clique potential must be a SUM",
+        ),
+    ],
+)
+def test_clique_options_the_source_does_not_use_are_errors(extra, message, clique_npz, capsys):
+    _fails(["clique", *[clique_npz if a == "NPZ" else a for a in extra]], capsys, message)
+
+
+def test_clique_npz_options_that_apply_still_run(clique_npz, capsys):
+    assert main(["clique", "--npz", clique_npz, "--potential", "makespan", "--lam", "-0.5"]) == 0
+    assert main(["clique", "--npz", clique_npz, "--potential", "majority"]) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["solve", "M", "--task", "MMP", "--max-table-size", "9"],
+            "`--max-table-size` applies to the exact methods only",
+        ),
+        (["solve", "M", "--task", "MAR", "--seed", "0"], "`--seed` applies to `--task MMP` only; got --task MAR."),
+        (["solve", "M", "--task", "PR", "--method", "lbp", "--epsilon", "0.1"], "`--epsilon` applies to `--task MMP`"),
+        (["hlmrf", "M", "--method", "highs", "--max-iter", "5"], "`--max-iter` applies to `--method admm` only; got "),
+        (["hlmrf", "M", "--method", "clarabel", "--rho", "2"], "`--rho` applies to `--method admm` only"),
+        (["hlmrf", "M", "--method", "highs", "--constraints", "local"], "`--constraints` applies to `--method admm`"),
+        (["hlmrf", "M", "--method", "highs", "--threads", "1"], "`--threads` applies to `--method admm` only"),
+        (["hlmrf", "M", "--method", "highs", "--no-progress"], "`--no-progress` applies to `--method admm` only"),
+    ],
+)
+def test_options_the_method_does_not_use_are_errors_before_reading(argv, message, capsys):
+    _fails(argv, capsys, message)  # M does not exist: the options are checked first
+
+
+def test_hlmrf_reference_solver_takes_its_own_options(tmp_path, capsys):
+    from tractable.datasets import opinion_diffusion
+
+    opinion_diffusion(20, rng=0).save(tmp_path / "m.npz")
+    assert main(["hlmrf", str(tmp_path / "m.npz"), "--method", "highs", "--time-limit", "60", "--repair"]) == 0
+    assert "method     highs" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- solve -o: the summary line
+
+
+def test_solve_output_line_names_the_method_once(tmp_path, capsys):
+    from tractable.datasets import grid_factor_graph
+
+    write_uai(tmp_path / "m.uai", grid_factor_graph(3, 3, field=4.0, coupling=0.5, rng=2))
+    out = str(tmp_path / "out.txt")
+    cases = [
+        (["--task", "MAR"], "(enumerate: exact solution; picked by 'auto'"),
+        (["--task", "MAR", "--method", "enumerate"], "(enumerate: exact solution)"),
+        (["--task", "MAP", "--method", "variable_elimination"], "(variable_elimination: exact solution)"),
+        (["--task", "PR", "--method", "lbp"], "(loopy: converged after"),
+        (["--task", "MMP", "--seed", "0"], "(adaptive_mmp: "),
+    ]
+    for extra, want in cases:
+        assert main(["solve", str(tmp_path / "m.uai"), *extra, "-o", out]) == 0
+        err = capsys.readouterr().err.strip().splitlines()
+        task = extra[1]
+        assert err[-1].startswith(f"wrote {task} result to {out} {want}"), err
+        method = want[1:].split(":")[0]
+        assert err[-1].count(method) == 1, err

@@ -116,9 +116,9 @@ def test_deprecated_result_names_still_read(seed):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--task", "MMP", "--max-sweeps", "0"], "`max_sweeps` must be"),
-        (["--task", "MMP", "--epsilon", "0"], "`epsilon` must be"),
-        (["--task", "MAR", "--method", "lbp", "--max-iter", "0"], "`max_iter` must be"),
+        (["--task", "MMP", "--max-sweeps", "0"], "argument --max-sweeps: expected an integer >= 1; got '0'"),
+        (["--task", "MMP", "--epsilon", "0"], "argument --epsilon: expected a number between 0 and 0.5"),
+        (["--task", "MAR", "--method", "lbp", "--max-iter", "0"], "argument --max-iter: expected an integer >= 1"),
         (["--task", "MMP", "--method", "enumerate"], "takes no --method enumerate"),
     ],
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import re
 import subprocess
 import sys
 
@@ -221,8 +222,12 @@ def test_write_refuses_what_the_format_cannot_hold(tmp_path):
     fg.add_factor(CliqueFactor([0, 1], CountPotential(lambda c: c[..., 0] * 1.0)))
     with pytest.raises(TypeError, match=r"`fg.factors\[0\]`.*CountPotential"):
         write_factor_graph(tmp_path / "x.json", fg)
-    with pytest.raises(TypeError, match="`fg` must be a FactorGraph"):
+    with pytest.raises(TypeError, match=re.escape("`fg` must be a tractable.FactorGraph; got dict {'cardinalities'")):
         write_factor_graph(tmp_path / "x.json", {"cardinalities": [2]})
+    with pytest.raises(TypeError, match=re.escape("`path` must be a file path (str or os.PathLike); got FactorGraph(")):
+        write_factor_graph(FactorGraph([2]), tmp_path / "x.json")  # swapped: the path comes first
+    with pytest.raises(TypeError, match=re.escape("`path` must be a file path (str or os.PathLike); got int 3.")):
+        read_factor_graph(3)
     with pytest.raises(TypeError, match=r"state_names\[0\]\[1\]"):
         write_factor_graph(tmp_path / "x.json", FactorGraph([2], state_names=[["a", ("b",)]]))
     assert not (tmp_path / "x.json").exists()

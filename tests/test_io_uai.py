@@ -186,3 +186,45 @@ def test_table_size_past_int64_is_reported_not_overflowed(tmp_path):
         match=re.escape(f"{path}, line 3: expected the cardinality of variable 1 (at most 2**36); got '{10**30}'."),
     ):
         read_uai(path)
+
+
+def test_arguments_of_the_wrong_type_are_named(tmp_path):
+    """Every reader and writer checks its arguments' types first: a TypeError naming the argument."""
+    import io
+
+    from tractable.io import from_pgmpy, read_bif, write_mmp
+
+    fg = random_factor_graph(3, 2, rng=0)
+    path = str(tmp_path / "m.uai")
+    as_path = "`path` must be a file path (str or os.PathLike); got "
+    cases = [
+        (lambda: write_uai(fg, path), as_path + "FactorGraph(n_variables=3, n_factors=2) (the path comes first: "),
+        (lambda: write_uai(path, "model.uai"), "`fg` must be a tractable.FactorGraph; got str 'model.uai'."),
+        (lambda: write_uai(path, None), "`fg` must be a tractable.FactorGraph; got None."),
+        (lambda: read_uai(None), as_path + "None."),
+        (lambda: read_uai(fg), as_path + "FactorGraph(n_variables=3, n_factors=2)."),
+        (lambda: read_evidence(3), as_path + "int 3."),
+        (lambda: read_evidence(path, "fg"), "`fg` must be a tractable.FactorGraph or None; got str 'fg'."),
+        (lambda: write_evidence({0: 1}, path), as_path + "dict {0: 1}."),
+        (lambda: write_evidence(path, [(0, 1)]), "`evidence` must be a mapping {variable: state}; got list [(0, 1)]."),
+        (lambda: read_mar(1.5), as_path + "float 1.5."),
+        (lambda: read_map(["x"]), as_path + "list ['x']."),
+        (lambda: write_mar(3, [[0.5, 0.5]]), "`path_or_stream` must be a file path (str or os.PathLike), a writable"),
+        (lambda: write_mar(None, [[0.5, 0.5]], "fg"), "`fg` must be a tractable.FactorGraph or None; got str 'fg'."),
+        (lambda: write_map(b"x.map", [0]), "`path_or_stream` must be a file path (str or os.PathLike), a writable"),
+        (lambda: write_pr(None, "1.5"), "`log_partition` must be a real number; got str '1.5'."),
+        (lambda: write_pr(None, True), "`log_partition` must be a real number; got bool True."),
+        (lambda: write_mmp(None, [0], [[1.0, 0.0]], 7), "`fg` must be a tractable.FactorGraph or None; got int 7."),
+        (lambda: from_pgmpy("net.bif"), "`model` must be a pgmpy DiscreteBayesianNetwork; got str 'net.bif'."),
+        (lambda: read_bif(None), as_path + "None."),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            call()
+    assert not list(tmp_path.iterdir())  # nothing was written
+    # what the types allow still works: a str or os.PathLike path, a text stream, None (only the text)
+    write_uai(tmp_path / "m.uai", fg)
+    assert read_uai(path).n_variables == 3
+    stream = io.StringIO()
+    assert write_pr(stream, np.float64(0.0)) == stream.getvalue() == "PR\n0.0\n"
+    assert write_mar(None, [[0.5, 0.5]], None) == "MAR\n1 2 0.5 0.5\n"

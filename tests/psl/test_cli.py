@@ -145,6 +145,9 @@ def test_threads_and_gap_tol_options(program, capsys, monkeypatch):
     assert "certified gap" in capsys.readouterr().out
     rc = main(["psl", str(program / "prog.json"), "--output", str(program / "o5"), "--threads", "-1"])
     err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "argument --threads: expected an integer >= 0; got '-1'" in err[0]
+    rc = main(["psl", str(program / "prog.json"), "--output", str(program / "o5"), "--threads", "100000"])
+    err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0]
 
 
@@ -198,7 +201,7 @@ def test_learning_from_the_command_line_is_reproducible(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "`--seed` seeds weight learning" in err[0] and not (tmp_path / "x").exists()
     assert main(["psl", str(program), "--learn", "--seed", "-1", "--output", str(tmp_path / "y")]) == 2
-    assert "`--seed` must be an integer >= 0" in capsys.readouterr().err
+    assert "argument --seed: expected an integer >= 0; got '-1'" in capsys.readouterr().err
 
 
 def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, capsys, monkeypatch):
@@ -236,7 +239,7 @@ def test_search_learners_score_candidates_on_every_core_or_on_threads(tmp_path, 
     capsys.readouterr()
     assert main(["psl", str(program), "--learn", "--threads", "-2", "--output", str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "`--threads` must be an integer from 0 (all)" in err[0] and len(seen) == 5
+    assert len(err) == 1 and "argument --threads: expected an integer >= 0" in err[0] and len(seen) == 5
 
 
 def test_progress_bars_on_a_terminal_unless_no_progress(tmp_path, capsys, monkeypatch):
@@ -307,18 +310,18 @@ def test_workers_solve_on_a_local_dask_cluster_with_the_answer_of_one_process(pr
     pytest.importorskip("distributed")
     base = ["psl", str(program / "prog.json"), "--eps-abs", "1e-8", "--eps-rel", "1e-8", "--gap-tol", "1e-8"]
     assert main([*base, "--output", str(program / "one")]) == 0
-    for shards in ("yes", "no"):
+    for shards in ("yes", "no", "auto"):  # auto: a small program is grounded here
         out = program / f"dask-{shards}"
         assert main([*base, "--workers", "2", "--shards", shards, "--output", str(out)]) == 0
         text = capsys.readouterr().out
-        assert "shards" in text if shards == "yes" else "grounding  " in text
+        assert "grounding  " in text and ("shards" in text) == (shards == "yes")
         a, b = _read(program / "one" / "LAB.txt"), _read(out / "LAB.txt")
         assert [r[:2] for r in a] == [r[:2] for r in b]
         for ra, rb in zip(a, b):
             assert float(ra[2]) == pytest.approx(float(rb[2]), abs=1e-5)
     for argv, message in [
         ([*base, "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "give one of them"),
-        ([*base, "--workers", "0"], "`--workers` must be at least 1"),
+        ([*base, "--workers", "0"], "argument --workers: expected an integer >= 1; got '0'"),
         ([*base, "--shards", "yes"], "apply to a Dask run"),
         ([*base, "--workers", "1", "--threads", "2"], "the workers run it"),
     ]:
@@ -346,3 +349,113 @@ after = [set(k.signatures) for k in kernels]
 assert after == before, [sorted(map(str, a - b)) for a, b in zip(after, before)]
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
+
+
+def test_command_line_values_are_refused_by_the_parser_naming_the_flag(program, capsys):
+    """A bad value of an option is one line naming the flag (exit 2), before any file is read."""
+    base = ["psl", str(program / "prog.json"), "--output", str(program / "bad")]
+    for extra, message in [
+        (["--max-iter", "0"], "argument --max-iter: expected an integer >= 1; got '0'"),
+        (["--eps-abs", "nan"], "argument --eps-abs: expected a finite number >= 0; got 'nan'"),
+        (["--eps-rel", "-1"], "argument --eps-rel: expected a finite number >= 0; got '-1'"),
+        (["--gap-tol", "0"], "argument --gap-tol: expected a finite number > 0; got '0'"),
+        (["--learn", "--seed", "x"], "argument --seed: expected an integer >= 0; got 'x'"),
+    ]:
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], (extra, err)
+    assert not (program / "bad").exists()
+
+
+def test_learn_before_the_program_and_the_learned_program_only_infers(tmp_path, capsys):
+    """`tractable psl --learn PROGRAM.json` learns (the flag's optional METHOD does not take the program);
+    OUTPUT/learned.json drops `runtime.learn`, so running it infers with the learned weights."""
+    from _helpers import psl_generator
+
+    gen = psl_generator()
+    program = gen.generate("citeseer", tmp_path / "prog", scale=0.3, rng=0)
+    config = gen.read_config(program)
+    config.setdefault("options", {})["runtime.learn"] = True
+    with open(program, "w") as fh:
+        json.dump(config, fh)
+    out = tmp_path / "out"
+    assert main(["psl", "--learn", str(program), "--output", str(out)]) in (0, 1)
+    assert "learning   StructuredPerceptron:" in capsys.readouterr().out
+    learned = json.loads((out / "learned.json").read_text())
+    assert "runtime.learn" not in learned["options"]
+    assert main(["psl", str(out / "learned.json"), "--output", str(tmp_path / "again")]) in (0, 1)
+    text = capsys.readouterr().out
+    assert "learning" not in text and "inference" in text
+    assert (tmp_path / "again" / "HASCAT.txt").read_text() == (out / "HASCAT.txt").read_text()
+
+
+def test_search_learner_line_counts_candidates_and_shows_the_best_metric(program, capsys):
+    out = program / "search"
+    assert main(["psl", str(program / "prog.json"), "--learn", "GridSearch", "--output", str(out)]) == 0
+    line = next(t for t in capsys.readouterr().out.splitlines() if t.startswith("learning"))
+    assert "candidates" in line and "(best " in line and "objective" not in line
+
+
+def test_infeasible_learning_exits_1_as_an_infeasible_inference(program, capsys):
+    """Hard rules that no assignment meets: no solution (exit 1) with or without `--learn`."""
+    cfg = json.loads("\n".join((program / "prog.json").read_text().splitlines()[1:]))
+    cfg["rules"] += ["Lab(A, 'x') = 1 .", "Lab(A, 'y') = 1 ."]  # with Lab(A, +C) = 1: infeasible
+    (program / "inf.json").write_text(json.dumps(cfg))
+    for extra in ([], ["--learn"]):
+        assert main(["psl", str(program / "inf.json"), *extra, "--output", str(program / "inf")]) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        err = [t for t in lines if t.startswith(("tractable psl: no solution", "tractable psl: error"))]
+        assert len(err) == 1 and "no solution" in err[0] and "infeasible" in err[0], err
+        assert not (program / "inf").exists()
+
+
+def test_a_misspelled_learning_option_is_reported_as_ignored(program, capsys):
+    from tractable.psl import Model
+
+    cfg = json.loads("\n".join((program / "prog.json").read_text().splitlines()[1:]))
+    cfg["options"].update({"gradientdescent.numsteps": 3, "gradientdescent.numstepz": 2})
+    (program / "typo.json").write_text(json.dumps(cfg))
+    with pytest.warns(UserWarning, match="gradientdescent.numstepz"):
+        model = Model.from_json(program / "typo.json")
+    assert model.learn_options == {"gradientdescent.numsteps": 3}
+    assert "gradientdescent.numstepz" in model.ignored_options
+    model.close()
+    assert main(["psl", str(program / "typo.json"), "--learn", "--output", str(program / "typo")]) == 0
+    assert "ignored PSL options: runtime.db.intids, gradientdescent.numstepz" in capsys.readouterr().err
+
+
+def test_the_run_waits_for_the_background_preload_before_it_ends(program, capsys, monkeypatch):
+    """An interpreter that exits while the preload thread is inside numba can crash: every run, failed or
+    not, ends after the thread."""
+    import threading
+    import time
+
+    import tractable.cli.psl as cli_psl
+
+    done = threading.Event()
+
+    def slow_preload():
+        time.sleep(0.3)
+        done.set()
+
+    monkeypatch.setattr(cli_psl, "_preload_solver", slow_preload)
+    cfg = json.loads("\n".join((program / "prog.json").read_text().splitlines()[1:]))
+    cfg["rules"] = ["1: Lab(A, C) & Lnk(A, B) -> Lab(B, C)"]  # fails after the preload started: an unknown predicate
+    (program / "unknown.json").write_text(json.dumps(cfg))
+    assert main(["psl", str(program / "unknown.json"), "--output", str(program / "x")]) == 2
+    assert done.is_set()
+    capsys.readouterr()
+
+
+def test_a_closed_standard_output_does_not_lose_the_output_files(program):
+    """`tractable psl ... | head -1`: the reader is gone before the output; the run still writes its files and
+    exits 0, without an error about the pipe."""
+    out = program / "piped"
+    entry = "from tractable.cli import entry; entry()"
+    argv = ["psl", str(program / "prog.json"), "--learn", "--output", str(out)]
+    proc = subprocess.Popen([sys.executable, "-c", entry, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert "Broken pipe" not in err
+    assert (out / "LAB.txt").exists() and (out / "learned.json").exists()

@@ -40,7 +40,7 @@ def test_mmp_prints_decisions_and_marginals_that_match_exact_mmp(tmp_path, capsy
     "args, message",
     [
         (["--task", "MAR", "--epsilon", "0.01"], "`--epsilon` applies to `--task MMP` only; got --task MAR."),
-        (["--task", "MMP", "--epsilon", "0.7"], "`epsilon` must be in (0, 0.5); got 0.7."),
+        (["--task", "MMP", "--epsilon", "0.7"], "argument --epsilon: expected a number between 0 and 0.5"),
         (["--task", "MMP", "--method", "lbp"], "`--task MMP` runs adaptive Gibbs sampling and takes no --method"),
     ],
 )

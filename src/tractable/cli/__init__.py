@@ -199,7 +199,12 @@ def main(argv=None) -> int:
     """
     argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
     try:
-        parser = build_parser(_command_of(argv))
+        named = _command_of(argv)
+        parser = build_parser(named)
+        if named == "psl":
+            from .psl import program_first
+
+            argv = program_first(argv)
         args, extra = parser.parse_known_args(argv)
         if extra:  # reported by the command's own parser: "tractable psl: error: unrecognized arguments: ..."
             commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -232,6 +237,38 @@ def main(argv=None) -> int:
     return code
 
 
+class _PipeSafe:
+    """Standard output that a reader may close early (``tractable psl ... | head -1``): once a write or a
+    flush finds the pipe closed, the rest of the output goes to the null device and the command runs to its
+    end (its output files written, its exit status its own) instead of failing on the closed pipe."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def _gone(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self._stream.fileno())
+        finally:
+            os.close(null)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 #: the cyclic garbage collector's thresholds while the program runs (Python's defaults: 700, 10, 10)
 GC_THRESHOLDS = (100_000, 20, 20)
 
@@ -249,6 +286,7 @@ def entry() -> None:
     :func:`main` in their own process keep their collector as it is.
     """
     gc.set_threshold(*GC_THRESHOLDS)
+    sys.stdout = _PipeSafe(sys.stdout)
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

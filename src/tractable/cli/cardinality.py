@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 
+from ._types import integer, seed
+
 __all__ = ["register"]
 
 _TASKS = ("marginals", "map", "sample", "log_partition")
@@ -32,8 +34,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--method", choices=list(METHODS), default="auto", help="convolution of the convolution tree (default auto)"
     )
-    p.add_argument("--size", type=int, default=None, metavar="N", help="sample: number of joint samples (default 1)")
-    p.add_argument("--seed", type=int, default=None, help="sample: random seed (the same seed, the same samples)")
+    p.add_argument("--size", type=integer(minimum=0), metavar="N", help="sample: number of joint samples (default 1)")
+    p.add_argument("--seed", type=seed, help="sample: random seed >= 0 (the same seed, the same samples)")
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the arrays to this .npz file instead of stdout")
     p.set_defaults(func=_run)
 

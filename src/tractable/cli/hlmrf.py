@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import sys
 
+from ._types import integer, non_negative, positive
+
 __all__ = ["register"]
+
+#: the options of ``--method admm`` only: ``(attribute, flag)``; given with highs or clarabel, an error
+_ADMM_ONLY = (
+    ("rho", "--rho"),
+    ("eps_abs", "--eps-abs"),
+    ("eps_rel", "--eps-rel"),
+    ("max_iter", "--max-iter"),
+    ("gap_tol", "--gap-tol"),
+    ("constraints", "--constraints"),
+    ("threads", "--threads"),
+)
 
 
 def register(subparsers) -> None:
@@ -21,14 +34,16 @@ def register(subparsers) -> None:
         choices=["admm", "highs", "clarabel"],
         help="admm (default), or the exact LP (highs, p = 1 only) / QP (clarabel)",
     )
-    # options default to None (not given): tractable.hlmrf.solve owns the defaults and rejects an ADMM
-    # option given with --method highs/clarabel
-    p.add_argument("--rho", type=float, help="ADMM step size (default: that of tractable.hlmrf.solve)")
-    p.add_argument("--eps-abs", type=float, help="ADMM absolute tolerance (default: solve's)")
-    p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (default: solve's)")
-    p.add_argument("--max-iter", type=int, help="ADMM iteration budget (default: solve's)")
-    p.add_argument("--gap-tol", type=float, help="ADMM target of the certified relative gap (default: solve's, 5e-4)")
-    p.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long (any method)")
+    # options default to None (not given): tractable.hlmrf.solve owns the defaults; the ranges are solve's,
+    # and an ADMM option given with --method highs/clarabel is an error (_ADMM_ONLY)
+    p.add_argument("--rho", type=positive, help="ADMM step size (default: that of tractable.hlmrf.solve)")
+    p.add_argument("--eps-abs", type=non_negative, help="ADMM absolute tolerance (default: solve's)")
+    p.add_argument("--eps-rel", type=non_negative, help="ADMM relative tolerance (default: solve's)")
+    p.add_argument("--max-iter", type=integer(minimum=1), metavar="N", help="ADMM iteration budget (default: solve's)")
+    p.add_argument(
+        "--gap-tol", type=positive, help="ADMM target of the certified relative gap (default: solve's, 5e-4)"
+    )
+    p.add_argument("--time-limit", type=positive, metavar="SECONDS", help="stop after this long (any method)")
     p.add_argument(
         "--constraints",
         choices=["auto", "local", "consensus"],
@@ -36,13 +51,13 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--threads",
-        type=int,
+        type=integer(),  # its range, 0 to the cores numba sees, is checked by set_threads (before any work)
         metavar="N",
         help="run ADMM's iterations and certificates on N threads (0: every core; default 1); worth it for "
         "large models on an otherwise idle machine",
     )
     p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set (any method)")
-    p.add_argument("--no-progress", action="store_true", help="no ADMM progress bar (shown by default)")
+    p.add_argument("--no-progress", action="store_true", help="ADMM: no progress bar (shown by default)")
     p.add_argument(
         "-o",
         "--output",
@@ -63,6 +78,16 @@ def _run(args) -> int:
     from . import NoSolution
     from ._files import atomic_output, check_output
 
+    if args.method != "admm":
+        given = [flag for name, flag in _ADMM_ONLY if getattr(args, name) is not None]
+        given += ["--no-progress"] if args.no_progress else []
+        if given:
+            raise ValueError(f"`{given[0]}` applies to `--method admm` only; got --method {args.method}.")
+    parallel = None
+    if args.threads is not None:
+        from .._numba import set_threads
+
+        parallel = set_threads(args.threads) or None
     if args.output is not None:
         check_output(args.output, "--output")
     check_npz(args.model)  # a header declaring more data than the file holds is refused before numpy allocates
@@ -77,11 +102,8 @@ def _run(args) -> int:
         constraints=args.constraints,
         time_limit=args.time_limit,
         repair=args.repair or None,
+        parallel=parallel,
     )
-    if args.threads is not None:
-        from .._numba import set_threads
-
-        options["parallel"] = set_threads(args.threads) or None
     if args.method == "admm" and not args.no_progress:
         options["progress"] = True  # the CLI shows a bar by default; the API does not
     res = solve(model, method=args.method, **{k: v for k, v in options.items() if v is not None})

@@ -7,6 +7,7 @@ import os
 import sys
 import warnings
 
+from . import _types
 from ._files import check_output
 
 __all__ = ["register"]
@@ -22,7 +23,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("program", help="PROGRAM.json (PSL 2.4) or MODEL.psl (PSL 2.0-2.3, with MODEL.data)")
     p.add_argument("data", nargs="?", help="MODEL.data (with a MODEL.psl rule file)")
-    p.add_argument("--split", default="infer", choices=["infer", "learn"], help="data split of a JSON program")
+    p.add_argument(
+        "--split", default="infer", choices=["infer", "learn"], help="data split of a JSON program (default infer)"
+    )
     p.add_argument(
         "--learn",
         nargs="?",
@@ -36,7 +39,7 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--seed",
-        type=int,
+        type=_types.seed,
         metavar="N",
         help="seed of learning's random draws (search learners' locations, sampled pseudo-likelihood): the same "
         "seed, the same learned weights (default: the program's random.seed option, else 0)",
@@ -47,7 +50,11 @@ def register(subparsers) -> None:
         help="with MODEL.psl MODEL.data --learn: the .data file to learn on (default MODEL.data itself)",
     )
     p.add_argument(
-        "--output", default="inferred-predicates", metavar="DIR", help="output folder (default: inferred-predicates)"
+        "-o",
+        "--output",
+        default="inferred-predicates",
+        metavar="DIR",
+        help="output folder (default: inferred-predicates)",
     )
     p.add_argument(
         "--strict",
@@ -61,20 +68,33 @@ def register(subparsers) -> None:
         help="no progress bars for learning and inference (shown when stderr is a terminal)",
     )
     p.add_argument("--database", metavar="FILE", help="a DuckDB database file for the atom tables (default: memory)")
-    p.add_argument("--eps-abs", type=float, help="ADMM absolute tolerance (overrides the program's option)")
-    p.add_argument("--eps-rel", type=float, help="ADMM relative tolerance (overrides the program's option)")
-    p.add_argument("--max-iter", type=int, help="ADMM iteration budget (overrides the program's option)")
-    p.add_argument("--gap-tol", type=float, help="ADMM target of the certified relative gap (default 5e-4)")
+    # inference's ADMM options; learning's inferences keep their own (docs/psl.md), --threads excepted
+    p.add_argument(
+        "--eps-abs", type=_types.non_negative, help="ADMM absolute tolerance of inference (overrides the program's)"
+    )
+    p.add_argument(
+        "--eps-rel", type=_types.non_negative, help="ADMM relative tolerance of inference (overrides the program's)"
+    )
+    p.add_argument(
+        "--max-iter",
+        type=_types.integer(minimum=1),
+        help="ADMM iteration budget of inference (overrides the program's)",
+    )
+    p.add_argument(
+        "--gap-tol",
+        type=_types.positive,
+        help="ADMM target of inference's certified relative gap (default: the program's reasoner.tolerance, else 5e-4)",
+    )
     p.add_argument(
         "--threads",
-        type=int,
+        type=_types.integer(minimum=0),
         metavar="N",
         help="run ADMM on N threads (0: every core; default 1), a gradient learner's inferences included, and a "
         "search learner's candidates on N threads (default every core), as PSL uses every core",
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=_types.integer(minimum=1),
         metavar="N",
         help="solve on a Dask LocalCluster of N worker processes started for the run",
     )
@@ -94,6 +114,20 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
+def program_first(argv: list[str]) -> list[str]:
+    """``--learn PROGRAM ...`` read as ``PROGRAM ... --learn``.
+
+    ``--learn`` takes an optional METHOD, so ``tractable psl --learn cora.json`` would take the program for
+    the learner and then miss the program; no learner's name ends in ``.json`` or ``.psl``.
+    """
+    for i, token in enumerate(argv[:-1]):
+        if token == "--learn" and argv[i + 1].lower().endswith((".json", ".psl")):
+            rest = argv[:i] + argv[i + 1 :]
+            end = rest.index("--") if "--" in rest else len(rest)  # options end at "--"
+            return rest[:end] + ["--learn"] + rest[end:]
+    return list(argv)
+
+
 def _dask(args):
     """The Dask client (and the cluster this run started) of --workers / --scheduler, or (None, None)."""
     if args.workers is None and args.scheduler is None:
@@ -110,8 +144,6 @@ def _dask(args):
         raise ValueError("`--workers`/`--scheduler` need Dask: pip install 'tractable[distributed]'.") from None
     if args.scheduler is not None:
         return Client(args.scheduler, timeout=30), None
-    if args.workers < 1:
-        raise ValueError(f"`--workers` must be at least 1; got {args.workers}.")
     cluster = LocalCluster(
         n_workers=args.workers,
         threads_per_worker=1,
@@ -131,8 +163,14 @@ def _load_json(Model, path, split, database, strict=False):
     for w in caught:  # options PSL has and we do not are reprinted after grounding; the rest here
         text = str(w.message).splitlines()[0] if str(w.message) else w.category.__name__
         if "ignored" not in text.lower():
-            print(f"tractable psl: warning: {text}", file=sys.stderr)
+            _print_warning(w)
     return model
+
+
+def _print_warning(w) -> None:
+    """A warning of the library as one line on stderr, in the command line's words."""
+    text = str(w.message).splitlines()[0] if str(w.message) else w.category.__name__
+    print(f"tractable psl: warning: {text.replace('strict=True', '--strict')}", file=sys.stderr)
 
 
 def _learn_into(Model, model, args, parallel) -> str:
@@ -151,7 +189,7 @@ def _learn_into(Model, model, args, parallel) -> str:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
         for w in caught:
-            print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
+            _print_warning(w)
         _print_learning(res)
         text = _learned_json(args.program, [r.text for r in learn_model.rules], args.output)
     finally:
@@ -182,15 +220,22 @@ def _seed(args, program_seed: int | None) -> int:
     the same command learns the same weights)."""
     if args.seed is None:
         return 0 if program_seed is None else program_seed
-    if args.seed < 0:
-        raise ValueError(f"`--seed` must be an integer >= 0; got {args.seed}.")
     return args.seed
 
 
 def _print_learning(res) -> None:
+    weights = ", ".join(f"{w:.4g}" for w in res.weights)
+    if res.metric_values is not None:  # a search: candidates scored by the evaluator's metric
+        losses = res.loss.tolist()  # the chosen candidate's metric (its loss is the objective)
+        best = res.metric_values[losses.index(res.objective)] if res.objective in losses else math.nan
+        print(
+            f"learning   {res.method}: {res.status} after {res.n_iter} candidates in {res.time:.3f} s "
+            f"(best {res.evaluator}: {best:.6g}; weights {weights})"
+        )
+        return
     print(
         f"learning   {res.method}: {res.status} after {res.n_iter} steps in {res.time:.3f} s "
-        f"(objective {res.objective:.6g}; weights {', '.join(f'{w:.4g}' for w in res.weights)})"
+        f"(objective {res.objective:.6g}; weights {weights})"
     )
 
 
@@ -210,7 +255,7 @@ def _learn_psl_into(Model, model, args, parallel) -> str:
             warnings.simplefilter("always")
             res = learn_model.learn(method=method, **options)
         for w in caught:
-            print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
+            _print_warning(w)
         _print_learning(res)
         text = "".join(r.text + "\n" for r in learn_model.rules)
     finally:
@@ -244,6 +289,8 @@ def _learned_json(program: str, rules, output: str) -> str:
             if part in spec:
                 spec[part] = moved(spec[part])
     cfg["rules"] = list(rules)
+    if isinstance(cfg.get("options"), dict):  # the learned program infers; `--learn` learns again
+        cfg["options"] = {k: v for k, v in cfg["options"].items() if str(k).lower() != "runtime.learn"}
     return json.dumps(cfg, indent=4) + "\n"
 
 
@@ -304,9 +351,11 @@ def _run(args) -> int:
     check_output_folder(args.output, "--output")
     if args.database is not None:
         check_output(args.database, "--database")
+    _check_inputs(args)
     # the solver's kernels load (from numba's cache) in the background while the program is read and grounded:
     # DuckDB's queries release the GIL (0.06-0.1 s of a 0.9 s run on CiteSeer)
-    threading.Thread(target=_preload_solver, name="tractable-preload", daemon=True).start()
+    preload = threading.Thread(target=_preload_solver, name="tractable-preload", daemon=True)
+    preload.start()
     existed = args.database is not None and os.path.exists(args.database)
     model = None
     try:
@@ -321,12 +370,13 @@ def _run(args) -> int:
     finally:
         if model is not None:
             model.close()
+        # never exit while the thread is inside numba's loader or compiler: an interpreter that shuts down
+        # under it can crash (an error found early otherwise ended, rarely, in a segmentation fault)
+        preload.join()
 
 
-def _open(args):
-    """The model of the program (JSON, or .psl + .data)."""
-    from ..psl.model import Model
-
+def _check_inputs(args) -> None:
+    """The checks of the command line and the input files that read nothing (before any work starts)."""
     if args.data is None:
         if not args.program.lower().endswith(".json"):
             raise ValueError(
@@ -337,10 +387,20 @@ def _open(args):
         if args.learn_data is not None:
             raise ValueError("`--learn-data` is for MODEL.psl MODEL.data; a JSON program has its learn split.")
         _check_files(args.program)
-        return _load_json(Model, args.program, "infer" if args.learn else args.split, args.database, args.strict)
+        return
     if args.learn_data is not None and not args.learn:
         raise ValueError("`--learn-data` names the data to learn on: it needs `--learn`.")
     _check_files(args.program, args.data)
+    if args.learn and args.learn_data is not None:
+        _check_files(args.learn_data)
+
+
+def _open(args):
+    """The model of the program (JSON, or .psl + .data), after :func:`_check_inputs`."""
+    from ..psl.model import Model
+
+    if args.data is None:
+        return _load_json(Model, args.program, "infer" if args.learn else args.split, args.database, args.strict)
     return Model.from_data_file(args.program, args.data, database=args.database, strict=args.strict)
 
 
@@ -352,9 +412,16 @@ def _check_files(*paths: str) -> None:
             raise FileNotFoundError(2, "file not found", path)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _print_grounding(g) -> None:
     dropped = f", {g.n_infeasible_dropped} infeasible without open atoms dropped" if g.n_infeasible_dropped else ""
-    print(f"grounding  {g.n_potentials} potentials, {g.n_constraints} constraints{dropped} in {g.time:.3f} s")
+    print(
+        f"grounding  {_count(g.n_potentials, 'potential')}, {_count(g.n_constraints, 'constraint')}{dropped} in "
+        f"{g.time:.3f} s"
+    )
 
 
 def _solve(args, model) -> int:
@@ -388,7 +455,7 @@ def _solve(args, model) -> int:
                 warnings.simplefilter("always")
                 g = model.ground()
             for w in caught:
-                print(f"tractable psl: warning: {str(w.message).splitlines()[0]}", file=sys.stderr)
+                _print_warning(w)
             _print_grounding(g)
         if model.ignored_options:  # after grounding, so that an error stays the only line on stderr
             print(f"ignored PSL options: {', '.join(model.ignored_options)}", file=sys.stderr)
@@ -401,9 +468,12 @@ def _solve(args, model) -> int:
         sharded = getattr(model, "sharded_ground", None)
         if client is not None and sharded is not None:
             print(
-                f"grounding  {sharded.n_potentials} potentials, {sharded.n_constraints} constraints into "
-                f"{len(sharded.shard_terms)} shards in {sharded.time:.3f} s"
+                f"grounding  {_count(sharded.n_potentials, 'potential')}, "
+                f"{_count(sharded.n_constraints, 'constraint')} into {_count(len(sharded.shard_terms), 'shard')} "
+                f"in {sharded.time:.3f} s"
             )
+        elif client is not None and model._ground is not None:  # --shards auto grounded a small program here
+            _print_grounding(model._ground)
     finally:
         if client is not None:
             client.close()

@@ -19,6 +19,8 @@ import contextlib
 import sys
 import warnings
 
+from ._types import between, fraction_below_one, integer, non_negative, positive, seed
+
 __all__ = ["SOLVERS", "register"]
 
 _EXACT_METHODS = ("auto", "enumerate", "variable_elimination")
@@ -110,7 +112,11 @@ def _mmp(fg, task, method, evidence, options, progress):
 #: ``(task, method) -> (run, options)``: the engine of each task and method of the command, and the
 #: names of the options (as keyword arguments, the flags spelled with ``_``) that it uses.
 SOLVERS: dict[tuple[str, str], tuple] = {
-    **{(t, m): (_exact, ("max_table_size",)) for t in ("MAR", "MAP", "PR") for m in _EXACT_METHODS},
+    **{
+        (t, m): (_exact, () if m == "enumerate" else ("max_table_size",))
+        for t in ("MAR", "MAP", "PR")
+        for m in _EXACT_METHODS
+    },
     **{(t, "lbp"): (_lbp, ("max_iter", "tol", "damping", "time_limit")) for t in ("MAR", "MAP", "PR")},
     ("MMP", "auto"): (_mmp, ("epsilon", "max_sweeps", "seed", "time_limit")),
     ("MMP", "adaptive_mmp"): (_mmp, ("epsilon", "max_sweeps", "seed", "time_limit")),
@@ -148,22 +154,32 @@ def register(subparsers) -> None:
         "sampling) (default); enumerate, variable_elimination: exact; lbp: loopy belief propagation "
         "(approximate on graphs with cycles); adaptive_mmp: MMP's sampler",
     )
-    p.add_argument("--max-iter", type=int, default=None, metavar="N", help="lbp: iteration budget (default 500)")
-    p.add_argument("--tol", type=float, default=None, help="lbp: message change at convergence (default 1e-8)")
-    p.add_argument("--damping", type=float, default=None, help="lbp: damping in [0, 1) (default 0)")
+    p.add_argument(
+        "--max-iter", type=integer(minimum=1), default=None, metavar="N", help="lbp: iteration budget (default 500)"
+    )
+    p.add_argument("--tol", type=non_negative, default=None, help="lbp: message change at convergence (default 1e-8)")
+    p.add_argument("--damping", type=fraction_below_one, default=None, help="lbp: damping in [0, 1) (default 0)")
     p.add_argument(
         "--max-table-size",
-        type=int,
+        type=integer(minimum=1),
         default=None,
         metavar="N",
-        help="exact methods: largest intermediate table of variable elimination (entries; default 2**25)",
+        help="auto and variable_elimination: largest intermediate table of variable elimination (entries; "
+        "default 2**25)",
     )
-    p.add_argument("--epsilon", type=float, default=None, help="MMP: error probability of a final decision (1e-5)")
-    p.add_argument("--max-sweeps", type=int, default=None, metavar="N", help="MMP: sweep budget (default 500)")
-    p.add_argument("--seed", type=int, default=None, help="MMP: random seed (the same seed, the same result)")
+    p.add_argument(
+        "--epsilon",
+        type=between(0.0, 0.5),
+        default=None,
+        help="MMP: error probability of a final decision, in (0, 0.5) (1e-5)",
+    )
+    p.add_argument(
+        "--max-sweeps", type=integer(minimum=1), default=None, metavar="N", help="MMP: sweep budget (default 500)"
+    )
+    p.add_argument("--seed", type=seed, default=None, help="MMP: random seed >= 0 (the same seed, the same result)")
     p.add_argument(
         "--time-limit",
-        type=float,
+        type=positive,
         default=None,
         metavar="S",
         help="lbp and MMP: stop after S seconds with the answer so far (a warning says so)",
@@ -207,6 +223,11 @@ def _solver(task: str, method: str, given: dict):
             where, got = "`--task MMP`", f"--task {task}"
         elif all(m == "lbp" for _, m in users):
             where, got = "`--method lbp`", f"--method {method}"
+        elif task == "MMP":
+            where, got = "the exact methods", "--task MMP"
+        elif method in _EXACT_METHODS:  # an exact method that has no use for it (enumeration builds no tables)
+            methods = sorted({m for _, m in users}, key=lambda m: (m != "auto", m))
+            where, got = " and ".join(f"`--method {m}`" for m in methods), f"--method {method}"
         else:
             where, got = "the exact methods", f"--method {method}"
         raise ValueError(f"`{flag}` applies to {where} only; got {got}.")
@@ -240,5 +261,7 @@ def _run(args) -> int:
         return 0
     with atomic_output(args.output) as fh:
         fh.write(text)
-    print(f"wrote {args.task} result to {args.output} ({res.method}, {res.message})", file=sys.stderr)
+    # the engines' messages start with the method's name ("enumerate: exact solution"); never print it twice
+    note = res.message if res.message.startswith(f"{res.method}:") else f"{res.method}: {res.message}"
+    print(f"wrote {args.task} result to {args.output} ({note})", file=sys.stderr)
     return 0

@@ -63,6 +63,7 @@ from .._errors import ModelError
 from .._validate import MEMORY_FRACTION, check_memory, physical_memory
 from ..factorgraph import CardinalityFactor, CliqueFactor, FactorGraph, RecursiveCardinalityFactor, TableFactor
 from ..potentials import Entropy, LinearMajority, Makespan, MaxPotential, Potts, SquareMakespan, SumPotential
+from .uai import _check_graph, _check_path
 
 __all__ = ["FORMAT", "VERSION", "read_factor_graph", "write_factor_graph"]
 
@@ -348,7 +349,10 @@ def read_factor_graph(path) -> FactorGraph:
         model has no solution (a ``ValueError`` too).
     OSError
         The file cannot be opened.
+    TypeError
+        ``path`` is not a file path.
     """
+    _check_path(path)
     name = str(path)
     try:
         return _build(_parse(_read_text(path)))
@@ -639,11 +643,12 @@ def write_factor_graph(path, fg: FactorGraph) -> None:
     Raises
     ------
     TypeError
-        ``fg`` is not a FactorGraph, a factor of another class, a clique potential with no file form
+        ``path`` is not a file path, ``fg`` is not a FactorGraph (e.g. swapped: the path comes first), a
+        factor of another class, a clique potential with no file form
         (:class:`~tractable.clique.CountPotential`), or a state name that JSON cannot hold.
     """
-    if not isinstance(fg, FactorGraph):
-        raise TypeError(f"`fg` must be a FactorGraph; got {type(fg).__name__}.")
+    _check_path(path, writer="write_factor_graph(path, fg)")
+    _check_graph(fg)
     data = _dumps(fg).encode("utf-8")
     if str(path).lower().endswith(".gz"):
         data = gzip.compress(data, mtime=0)

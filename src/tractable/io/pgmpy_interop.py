@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..factorgraph import FactorGraph, TableFactor
+from .uai import _check_path, _got
 
 __all__ = ["from_pgmpy", "read_bif"]
 
@@ -24,7 +25,14 @@ def from_pgmpy(model) -> FactorGraph:
         ``BAYES`` file), with log-probabilities; variables are named after the network's nodes, in
         the order of ``model.nodes()``. ``fg.state_names[i]`` is the tuple of variable ``i``'s
         states in pgmpy's order (index = state number).
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not a pgmpy network (it has no ``nodes`` and ``get_cpds``).
     """
+    if not (callable(getattr(model, "nodes", None)) and callable(getattr(model, "get_cpds", None))):
+        raise TypeError(f"`model` must be a pgmpy DiscreteBayesianNetwork; got {_got(model)}.")
     nodes = list(model.nodes())
     index = {v: i for i, v in enumerate(nodes)}
     cpds = {cpd.variable: cpd for cpd in model.get_cpds()}
@@ -52,6 +60,7 @@ def read_bif(path) -> FactorGraph:
     """Read a BIF file (optionally gzipped) with pgmpy's reader and convert it with :func:`from_pgmpy`."""
     import gzip
 
+    _check_path(path)
     try:
         from pgmpy.readwrite import BIFReader
     except ImportError as err:  # pragma: no cover - depends on the environment

@@ -30,7 +30,9 @@ A malformed file raises ``ValueError`` naming the file, the line and what was ex
 from __future__ import annotations
 
 import math
+import numbers
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +60,44 @@ MAX_TABLE_ENTRIES = 2**36
 
 #: The largest state or variable index a result or evidence file may hold (what an int64 array holds).
 _INT64_MAX = 2**63 - 1
+
+
+def _got(value) -> str:
+    """``value`` for a message: its type and a short repr (``str 'model.uai'``)."""
+    if value is None:
+        return "None"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    name = type(value).__name__
+    return text if text.startswith(name) else f"{name} {text}"
+
+
+def _check_path(value, name: str = "path", writer: str | None = None) -> None:
+    """Raise ``TypeError`` unless ``value`` is a file path (``str`` or ``os.PathLike``).
+
+    ``writer`` is a writer's signature, shown when a graph was passed where its path goes (swapped
+    arguments: ``write_uai(fg, "model.uai")``).
+    """
+    if isinstance(value, (str, os.PathLike)):
+        return
+    hint = f" (the path comes first: {writer})" if writer and isinstance(value, FactorGraph) else ""
+    raise TypeError(f"`{name}` must be a file path (str or os.PathLike); got {_got(value)}{hint}.")
+
+
+def _check_graph(value, name: str = "fg", *, optional: bool = False) -> None:
+    """Raise ``TypeError`` unless ``value`` is a :class:`FactorGraph` (or None when ``optional``)."""
+    if isinstance(value, FactorGraph) or (optional and value is None):
+        return
+    raise TypeError(f"`{name}` must be a tractable.FactorGraph{' or None' if optional else ''}; got {_got(value)}.")
+
+
+def _check_target(value) -> None:
+    """``path_or_stream`` of the result writers: None, a file path or a writable text stream."""
+    if value is None or isinstance(value, (str, os.PathLike)) or callable(getattr(value, "write", None)):
+        return
+    raise TypeError(
+        f"`path_or_stream` must be a file path (str or os.PathLike), a writable text stream or None; got {_got(value)}."
+    )
 
 
 class _Tokens:
@@ -154,7 +194,10 @@ def read_uai(path) -> FactorGraph:
     ------
     ValueError
         Naming the file and line of the first malformed token.
+    TypeError
+        ``path`` is not a file path.
     """
+    _check_path(path)
     tok = _Tokens(path)
     kind = tok.word("the preamble MARKOV or BAYES").upper()
     if kind not in ("MARKOV", "BAYES"):
@@ -225,7 +268,12 @@ def write_uai(path, fg: FactorGraph, *, network_type: str = "MARKOV") -> None:
     file back gives the same tables up to the ``exp``/``log`` round trip. The graph's ``constant`` is
     written as an extra zero-arity factor when it is not 0. ``network_type="BAYES"`` requires one
     normalized table per variable with the variable last in its scope.
+
+    Raises ``TypeError`` when ``path`` is not a file path or ``fg`` not a :class:`FactorGraph` (e.g.
+    swapped: the path comes first).
     """
+    _check_path(path, writer="write_uai(path, fg)")
+    _check_graph(fg)
     if network_type not in ("MARKOV", "BAYES"):
         raise ValueError(f"`network_type` must be 'MARKOV' or 'BAYES'; got {network_type!r}.")
     factors = list(fg.factors)
@@ -250,6 +298,8 @@ def write_uai(path, fg: FactorGraph, *, network_type: str = "MARKOV") -> None:
 
 def read_evidence(path, fg: FactorGraph | None = None) -> dict[int, int]:
     """Read a ``.evid`` file into ``{variable: state}``; with ``fg``, check indices and states."""
+    _check_path(path)
+    _check_graph(fg, optional=True)
     tok = _Tokens(path)
     if tok.done():
         return {}
@@ -280,6 +330,9 @@ def read_evidence(path, fg: FactorGraph | None = None) -> dict[int, int]:
 
 def write_evidence(path, evidence: dict[int, int]) -> None:
     """Write ``{variable: state}`` as a ``.evid`` file (2014 format)."""
+    _check_path(path)
+    if not isinstance(evidence, Mapping):
+        raise TypeError(f"`evidence` must be a mapping {{variable: state}}; got {_got(evidence)}.")
     items = sorted((int(v), int(s)) for v, s in evidence.items())
     Path(path).write_text(" ".join(str(x) for x in [len(items), *[t for p in items for t in p]]) + "\n")
 
@@ -325,11 +378,14 @@ def write_mar(path_or_stream, marginals, fg: FactorGraph | None = None) -> str:
 
     ``path_or_stream`` may be a path, a writable text stream, or ``None`` (only return the text).
     """
+    _check_target(path_or_stream)
+    _check_graph(fg, optional=True)
     return _emit(path_or_stream, _format_mar(_strip_padding(_check_marginals(marginals), fg)))
 
 
 def write_map(path_or_stream, assignment) -> str:
     """Write an assignment in the ``MAP`` format; return the text."""
+    _check_target(path_or_stream)
     a = as_index_array(assignment, "assignment")
     if a.size and a.min() < 0:
         raise ValueError(f"`assignment` must contain states >= 0; got {int(a.min())}.")
@@ -338,6 +394,9 @@ def write_map(path_or_stream, assignment) -> str:
 
 def write_pr(path_or_stream, log_partition: float) -> str:
     """Write ``log10 Z`` in the ``PR`` format (the competition's convention); return the text."""
+    _check_target(path_or_stream)
+    if isinstance(log_partition, bool) or not isinstance(log_partition, (numbers.Real, np.ndarray)):
+        raise TypeError(f"`log_partition` must be a real number; got {_got(log_partition)}.")
     return _emit(path_or_stream, f"PR\n{float(log_partition / np.log(10.0))!r}\n")
 
 
@@ -347,6 +406,8 @@ def write_mmp(path_or_stream, assignment, marginals, fg: FactorGraph | None = No
     An ``MMP`` block laid out as a ``MAP`` block (the number of variables, then each decision),
     followed by a ``MAR`` block of ``marginals`` (as :func:`write_mar`).
     """
+    _check_target(path_or_stream)
+    _check_graph(fg, optional=True)
     a = as_index_array(assignment, "assignment")
     if a.size and a.min() < 0:
         raise ValueError(f"`assignment` must contain states >= 0; got {int(a.min())}.")
@@ -366,6 +427,7 @@ def _emit(target, text: str) -> str:
 
 def read_mar(path) -> list[np.ndarray]:
     """Read a ``MAR`` result file into a list of marginal vectors."""
+    _check_path(path)
     tok = _Tokens(path)
     if tok.word("the header MAR") != "MAR":
         tok.pos -= 1
@@ -380,6 +442,7 @@ def read_mar(path) -> list[np.ndarray]:
 
 def read_map(path) -> np.ndarray:
     """Read a ``MAP`` result file into an assignment array."""
+    _check_path(path)
     tok = _Tokens(path)
     if tok.word("the header MAP") != "MAP":
         tok.pos -= 1

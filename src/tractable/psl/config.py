@@ -254,8 +254,9 @@ def _pam_throw(options: dict, where: str) -> bool:
 def _options(model, options: dict, where: str) -> None:
     if not isinstance(options, dict):
         raise ValueError(f"{where}: `options` must be an object; got {_short(options)}.")
-    from .learning import LEARNING_PREFIXES
+    from .learning import LEARNING_PREFIXES, _all_known
 
+    known = _all_known()
     ignored = []
     for key, value in options.items():
         k = str(key).lower()
@@ -277,7 +278,7 @@ def _options(model, options: dict, where: str) -> None:
                 raise ValueError(
                     f"{where}: option {_short(key)} must be an integer >= 0; got {_short(value)}."
                 ) from None
-        elif k.startswith(LEARNING_PREFIXES):
+        elif k.startswith(LEARNING_PREFIXES) and k in known:  # a learner's option (a misspelled one is ignored)
             model.learn_options[str(key)] = value
         elif k in OPTION_MAP:
             name, conv, expected = OPTION_MAP[k]

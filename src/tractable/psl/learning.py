@@ -62,6 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ModelError
 from .._results import (
     COMPLETED,
     CONVERGED,
@@ -592,7 +593,7 @@ class _Problem:
         self.n_solves += 1
         self.n_iter += int(res.n_iter)
         if res.status == "infeasible":
-            raise ValueError(f"weight learning: the {kind} inference problem is infeasible ({res.message}).")
+            raise ModelError(f"weight learning: the {kind} inference problem is infeasible ({res.message}).")
         if not res.converged:
             self.n_unconverged += 1
         x = np.clip(np.asarray(res.x, float), 0.0, 1.0)

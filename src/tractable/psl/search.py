@@ -66,6 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ModelError
 from .._results import COMPLETED, TIME_LIMIT_REACHED, ConvergenceWarning, frozen_array, stop_message, warn_stopped
 from .evaluation import _category_groups, _Evaluator, _Metrics, _parse_evaluator
 from .learning import (
@@ -213,7 +214,7 @@ def _score(task: _Task, w, budget: float, x0, keep_x: bool, time_limit):
         del opts["x0"]
         res = solve(m, **opts)
     if res.status == "infeasible":
-        raise ValueError(f"weight learning: MAP inference at the weights {np.asarray(w).tolist()} is infeasible.")
+        raise ModelError(f"weight learning: MAP inference at the weights {np.asarray(w).tolist()} is infeasible.")
     x = np.clip(np.asarray(res.x, float), 0.0, 1.0)
     pred = np.where(task.used, x[task.eval_vars], 0.0)
     metric, normalized = task.metrics.score(pred)
@@ -774,7 +775,7 @@ def search_learn(model, name, cls, opt, options, *, prob, ground, rules, weighte
         prob.n_iter += int(res.n_iter)
         prob.solve_time += time.perf_counter() - t_start
         if res.status == "infeasible":
-            raise ValueError(f"weight learning: MAP inference is infeasible ({res.message}).")
+            raise ModelError(f"weight learning: MAP inference is infeasible ({res.message}).")
         start = np.clip(np.asarray(res.x, float), 0.0, 1.0)
     task = _Task(prob, metrics, eval_vars, used, solve_options, start)
     run = _Run(task, n_jobs, client, deadline)
