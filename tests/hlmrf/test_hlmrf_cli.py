@@ -47,11 +47,14 @@ def test_cli_passes_only_the_options_the_user_set(tmp_path, monkeypatch):
 
     monkeypatch.setattr(admm, "solve", spy)
     assert _main(["hlmrf", str(tmp_path / "m.npz"), "--no-progress"]) == 0
-    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--max-iter", "5000", "--rho", "0.5"]) == 0
+    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--max-iter", "5000", "--rho", "0.5"]) == 0  # stderr: no terminal
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert _main(["hlmrf", str(tmp_path / "m.npz"), "--max-iter", "5000"]) == 0  # a terminal: the bar
     assert _main(["hlmrf", str(tmp_path / "m.npz"), "--method", "highs", "--time-limit", "60"]) == 0
     assert seen == [
         ("admm", {}),
-        ("admm", {"rho": 0.5, "max_iter": 5000, "progress": True}),
+        ("admm", {"rho": 0.5, "max_iter": 5000}),
+        ("admm", {"max_iter": 5000, "progress": True}),
         ("highs", {"time_limit": 60.0}),
     ]
 

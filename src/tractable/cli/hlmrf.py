@@ -57,7 +57,7 @@ def register(subparsers) -> None:
         "large models on an otherwise idle machine",
     )
     p.add_argument("--repair", action="store_true", help="project the answer onto the feasible set (any method)")
-    p.add_argument("--no-progress", action="store_true", help="ADMM: no progress bar (shown by default)")
+    p.add_argument("--no-progress", action="store_true", help="ADMM: no progress bar (shown when stderr is a terminal)")
     p.add_argument(
         "-o",
         "--output",
@@ -104,8 +104,8 @@ def _run(args) -> int:
         repair=args.repair or None,
         parallel=parallel,
     )
-    if args.method == "admm" and not args.no_progress:
-        options["progress"] = True  # the CLI shows a bar by default; the API does not
+    if args.method == "admm" and not args.no_progress and sys.stderr.isatty():
+        options["progress"] = True  # on a terminal, as every command (the API shows none by default)
     res = solve(model, method=args.method, **{k: v for k, v in options.items() if v is not None})
     print(f"model      {model!r}")
     print(f"method     {res.method}")
