@@ -16,6 +16,7 @@ __all__ = [
     "as_float_array",
     "as_binary_assignment",
     "as_index_array",
+    "check_bool",
     "check_choice",
     "check_options",
     "check_finite",
@@ -200,6 +201,16 @@ def check_int(value, name: str, *, minimum: int | None = None, maximum: int | No
     if maximum is not None and value > maximum:
         raise ValueError(f"`{name}` must be <= {maximum}; got {value}.")
     return value
+
+
+def check_bool(value, name: str) -> bool:
+    """Check that ``value`` is ``True`` or ``False`` (a NumPy bool too) and return it as ``bool``.
+
+    Never ``bool(value)``: a flag given as ``"no"`` or ``0.5`` is a mistake, not a true value.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"`{name}` must be True or False; got {_describe(value)}.")
 
 
 def check_positive(value, name: str, *, strict: bool = True) -> float:

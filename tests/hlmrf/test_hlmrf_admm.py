@@ -359,3 +359,14 @@ def test_reference_solvers_import_their_dependencies_lazily():
     code = "import sys, tractable.hlmrf\nprint(*[m in sys.modules for m in ('clarabel', 'cvxpy', 'scipy.optimize')])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False", "False"]
+
+
+@pytest.mark.parametrize("name", ["progress", "adaptive_rho", "parallel", "keep_state", "repair"])
+@pytest.mark.parametrize("value", ["no", "yes", 1, 0.5])
+def test_on_off_options_take_true_or_false_only(name, value):
+    """A flag given as text or a number is refused: ``bool("no")`` is True, so it used to switch the option on."""
+    m = HLMRF(1)
+    m.add_potential([0], [1.0])
+    with pytest.raises(TypeError, match=re.escape(f"`{name}` must be True or False; got {value!r}.")):
+        solve(m, **{name: value})
+    assert solve(m, **{name: np.bool_(False)}).converged

@@ -144,3 +144,16 @@ def test_measure_certifies_the_farkas_direction():
     w = np.array([1.0, 1.0, -1.0, -1.0])
     assert infeasibility_measure(terms, zc, w, np.zeros(2), 1.0) == pytest.approx(0.5, abs=1e-12)
     assert infeasibility_measure(terms, zc, -w, np.zeros(2), 1.0) < 0
+
+
+@pytest.mark.parametrize("method", ["admm", "highs", "clarabel"])
+def test_every_variable_fixed_is_solved_by_every_method(method):
+    """Nothing left to optimize: every method returns the fixed values, optimal, with their objective (HiGHS
+    used to fail on the empty linear program)."""
+    if method == "clarabel":
+        pytest.importorskip("clarabel")
+    m = HLMRF(2)
+    m.add_potential([0, 1], [1.0, 1.0])
+    m.fix([0, 1], [0.3, 0.4])
+    r = solve(m, method=method)
+    assert r.converged and list(r.x) == [0.3, 0.4] and r.objective == pytest.approx(0.7, abs=1e-12)

@@ -144,13 +144,29 @@ def test_constraints_contradicting_fixed_values():
     with pytest.raises(
         ValueError,
         match=re.escape(
-            "`values` contradict constraint 0: with the fixed values its left-hand side is 0.5, which must be <= 0."
+            "constraint 0 cannot hold (checked with `values`): it has no free variable and its left-hand side is "
+            "0.5, which must be <= 0."
         ),
     ):
         m.fix([1], [0.8])
     assert list(m.fixed[0]) == [0]  # the failed fix left the model unchanged
-    with pytest.raises(ValueError, match=re.escape("`constant` contradict constraint 0")):
+    with pytest.raises(ValueError, match=re.escape("constraint 0 cannot hold (checked with `constant`)")):
         m.add_constraint([0], [1.0], constant=-0.5, sense="==")
+    assert m.n_constraints == 1
+
+
+@pytest.mark.parametrize("sense, constant", [("<=", 1.0), ("==", 0.5), (">=", -2.0)])
+def test_a_constraint_over_no_variable_that_cannot_hold_is_refused(sense, constant):
+    """``1 <= 0`` over no variable: refused when added, as one over fixed variables only (it used to reach
+    the solvers, which reported it optimal with its violation)."""
+    m = HLMRF(1)
+    m.add_potential([0], [1.0])
+    with pytest.raises(ValueError, match=re.escape("constraint 0 cannot hold (checked with `constant`)")):
+        m.add_constraint([], [], constant=constant, sense=sense)
+    with pytest.raises(ValueError, match=re.escape("constraint 0 cannot hold (checked with `constants`)")):
+        m.add_constraints([0, 0], np.zeros(0, np.int64), np.zeros(0), [constant], [sense])
+    assert m.n_constraints == 0
+    m.add_constraint([], [], constant=0.0, sense=sense)  # 0 <= 0 holds
     assert m.n_constraints == 1
 
 

@@ -494,7 +494,16 @@ def test_set_weights_on_a_ground_model_is_a_multiply_with_the_same_answer_as_reg
 
 def test_set_weights_errors():
     m = _program()
-    for bad, what in [([1.0], "shape"), ([1.0, -1.0], ">= 0"), ([1.0, np.nan], "finite")]:
+    real = "must be an array of 2 real numbers"  # text, bools and complex numbers used to pass as weights
+    for bad, what in [
+        ([1.0], "shape"),
+        ([1.0, -1.0], ">= 0"),
+        ([1.0, np.nan], "finite"),
+        (["1", "2"], real),
+        ([True, False], real),
+        ([1j, 1.0], real),
+        ([None, 1.0], real),
+    ]:
         with pytest.raises(ValueError, match=re.escape(what)):
             m.set_weights(bad)
     other = _program()

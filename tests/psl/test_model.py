@@ -288,3 +288,53 @@ def test_inference_step_size_follows_the_scale_of_the_weights(tmp_path):
     # the iterates agree up to rounding (the multipliers scale by 1000, the local copies and consensus do not)
     np.testing.assert_allclose(scaled.x, res.x, atol=1e-9)
     assert scaled.objective == pytest.approx(1000.0 * res.objective, rel=1e-9)
+
+
+def test_evaluate_checks_its_predictions_and_keeps_its_own_copy(tmp_path):
+    """Keys are open predicates (any case), values data frames; changing the frames `infer` returned does not
+    change what `evaluate()` scores."""
+    m = Model.from_json(_program(tmp_path, evaluations=[{"evaluator": "DiscreteEvaluator"}]))
+    pred, _ = m.infer()
+    first = m.evaluate()
+    assert m.evaluate({"lab": pred["LAB"]}) == first  # predicate names in any case
+    pred["LAB"]["value"] = 1.0 - pred["LAB"]["value"]
+    assert m.evaluate() == first
+    with pytest.raises(ValueError, match=r"`predictions` has the key 'knows'; its keys are open predicates of the "):
+        m.evaluate({"knows": pred["LAB"]})
+    with pytest.raises(TypeError, match=r"`predictions\['LAB'\]` must be a pandas DataFrame; got int"):
+        m.evaluate({"LAB": 5})
+    m.close()
+
+
+def test_evaluate_checks_predictions_before_adding_observations(tmp_path):
+    """With PSL's eval.includeobs the observed atoms join the predictions: a bad value is still one clear error."""
+    cfg = [{"evaluator": "CategoricalEvaluator", "options": {"eval.includeobs": True}}]
+    m = Model.from_json(_program(tmp_path, evaluations=cfg))
+    with pytest.raises(TypeError, match=r"`predictions\['LAB'\]` must be a pandas DataFrame; got int"):
+        m.evaluate({"LAB": 5})
+    m.close()
+
+
+def test_a_closed_model_says_so(tmp_path):
+    """After close(): a clear error wherever the connection is needed; a model grounded before still infers;
+    closing twice, or as a context manager, is fine."""
+    with Model.from_json(_program(tmp_path)) as m:
+        m.ground()
+    m.close()
+    m.infer()
+    for call in (m.evaluate, lambda: Model.learn(m)):
+        with pytest.raises(ValueError, match=r"the PSL model is closed \(Model.close was called\)"):
+            call()
+    fresh = Model.from_json(_program(tmp_path))
+    fresh.close()
+    with pytest.raises(ValueError, match=r"the PSL model is closed"):
+        fresh.infer()
+
+
+def test_an_unknown_solver_option_names_itself_and_the_solver(tmp_path):
+    m = Model.from_json(_program(tmp_path))
+    with pytest.raises(TypeError, match=r"`infer` has the option 'bogus', which tractable.hlmrf.solve does not take"):
+        m.infer(bogus=1)
+    with pytest.raises(TypeError, match=r"`solve_options` has the option 'foo', which tractable.hlmrf.solve"):
+        m.learn(solve_options={"foo": 1})
+    m.close()

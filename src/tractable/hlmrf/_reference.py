@@ -153,6 +153,18 @@ def _solve_highs(model, *, time_limit: float | None) -> MPEResult:
         options["time_limit"] = float(time_limit)
     if a_ub.shape[0] == 0:
         a_ub = b_ub = None
+    if cost.size == 0:  # every variable fixed and no term left: nothing for HiGHS (linprog refuses an empty LP)
+        return _result(
+            model,
+            comp,
+            np.zeros(0),
+            status=OPTIMAL,
+            n_iter=0,
+            t0=t0,
+            method="highs",
+            detail="nothing to optimize: every variable is fixed",
+            theta=np.zeros(kind.size),
+        )
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=options)
     status = {0: OPTIMAL, 2: INFEASIBLE, 1: TIME_LIMIT_REACHED}.get(res.status, ERROR)
     status, detail = _checked_infeasible(comp, status, f"HiGHS: {res.message}")

@@ -34,8 +34,9 @@ class MPEResult(Result):
         Largest violation of a constraint, of the box [0, 1] or of a fixed value at ``x``.
     status : str
         From the library's vocabulary (:mod:`tractable._results`): ``"converged"``,
-        ``"max_iter_reached"``, ``"time_limit_reached"`` (ADMM); ``"optimal"``,
-        ``"time_limit_reached"``, ``"infeasible"``, ``"error"`` (reference solvers).
+        ``"max_iter_reached"``, ``"time_limit_reached"``, ``"infeasible"`` (ADMM: the constraints have no
+        common point, proven before or during the run); ``"optimal"``, ``"time_limit_reached"``,
+        ``"infeasible"``, ``"error"`` (reference solvers).
     time : float
         Wall-clock seconds spent.
     method : str

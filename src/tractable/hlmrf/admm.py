@@ -28,7 +28,15 @@ from dataclasses import replace
 import numpy as np
 
 from .._results import frozen_array, warn_stopped
-from .._validate import as_float_array, check_choice, check_int, check_options, check_positive, resolve_method
+from .._validate import (
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_options,
+    check_positive,
+    resolve_method,
+)
 from . import _driver, _kernels, partition
 from ._result import MPEResult
 from .bound import gap
@@ -270,6 +278,8 @@ def _validate_solve(model, method, options):
     check_options(method, options, _OPTIONS[method])
     time_limit = options["time_limit"]
     time_limit = None if time_limit is None else check_positive(time_limit, "time_limit")
+    if options["repair"] is not None:  # None: not given (the distributed solver's validation passes every key)
+        check_bool(options["repair"], "repair")
     if core is not _solve_admm:
         return core, dict(time_limit=time_limit)
     opt = {k: _ADMM_DEFAULTS[k] if options[k] is None else options[k] for k in _ADMM_DEFAULTS}
@@ -302,13 +312,13 @@ def _validate_solve(model, method, options):
         max_iter=check_int(opt["max_iter"], "max_iter", minimum=1),
         x0=x0,
         warm_start=warm,
-        keep_state=bool(options["keep_state"]),
+        keep_state=options["keep_state"] is not None and check_bool(options["keep_state"], "keep_state"),
         time_limit=time_limit,
-        progress=bool(opt["progress"]),
-        adaptive_rho=bool(opt["adaptive_rho"]),
+        progress=check_bool(opt["progress"], "progress"),
+        adaptive_rho=check_bool(opt["adaptive_rho"], "adaptive_rho"),
         alpha=_check_alpha(opt["over_relaxation"]),
         constraints=check_choice(opt["constraints"], "constraints", ("local", "consensus", "auto")),
-        parallel=bool(opt["parallel"]),
+        parallel=check_bool(opt["parallel"], "parallel"),
         n_partitions=n_partitions,
         gap_tol=_DEFAULT_GAP_TOL if options["gap_tol"] is None else check_positive(options["gap_tol"], "gap_tol"),
     )

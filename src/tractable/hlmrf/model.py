@@ -388,9 +388,9 @@ class HLMRF:
         self._check_fixed_block(self._arrays("con"), name)
 
     def _check_fixed_block(self, block, name: str) -> None:
-        """Raise if a constraint of ``block`` involves only fixed variables and is violated."""
+        """Raise if a constraint of ``block`` involves only fixed variables (or none) and is violated."""
         indptr, idx, coef, const, _, sense = block
-        if indptr.size == 1 or not self._fixed_mask.any():
+        if indptr.size == 1:
             return
         rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
         all_fixed = np.bincount(rows, weights=~self._fixed_mask[idx], minlength=indptr.size - 1) == 0
@@ -402,8 +402,8 @@ class HLMRF:
         if bad.size:
             k = int(bad[0])
             raise ValueError(
-                f"`{name}` contradict constraint {k}: with the fixed values its left-hand side is "
-                f"{val[k]:.6g}, which must be {SENSES[sense[k]]} 0."
+                f"constraint {k} cannot hold (checked with `{name}`): it has no free variable and its left-hand "
+                f"side is {val[k]:.6g}, which must be {SENSES[sense[k]]} 0."
             )
 
     # ------------------------------------------------------------------ arrays

@@ -74,8 +74,9 @@ from .._results import (
     stop_message,
     warn_stopped,
 )
-from .._validate import check_rng, resolve_method
-from .model import ADMM_DEFAULTS
+from .._validate import check_positive, check_rng, resolve_method
+from .data import short_repr
+from .model import ADMM_DEFAULTS, check_solve_options
 
 __all__ = ["LEARNERS", "LEARNING_GAP_TOL", "LearnResult", "learn", "rule_text_with_weight"]
 
@@ -1414,10 +1415,12 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
         w0 = rng.random(len(weighted))
     time_limit = options.get("time_limit")
     if time_limit is not None:
-        time_limit = _as_number(time_limit, "time_limit", lo=0, lo_open=True)
+        time_limit = check_positive(time_limit, "time_limit")  # a Python keyword: a number, as hlmrf.solve's
     solve_options = options.get("solve_options")
     if solve_options is not None and not isinstance(solve_options, dict):
         raise TypeError(f"`solve_options` must be a dict of tractable.hlmrf.solve options; got {solve_options!r}.")
+    if solve_options is not None:
+        check_solve_options(solve_options, "`solve_options`")
     warm_start = _as_bool(options.get("warm_start", True), "warm_start")
     show = _as_bool(options.get("progress", False), "progress")
     ground = model.ground()
@@ -1494,10 +1497,10 @@ def learn(model, *, method: str = "StructuredPerceptron", **options) -> LearnRes
 
 
 def _check_weights(weights, n: int, name: str) -> np.ndarray:
-    try:
-        w = np.asarray(weights, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{name}` must be an array of {n} numbers; got {weights!r}.") from None
+    raw = np.asarray(weights)
+    if raw.dtype.kind not in "iuf":  # text, bools, complex numbers or objects are no weights
+        raise ValueError(f"`{name}` must be an array of {n} real numbers; got {short_repr(weights)}.")
+    w = raw.astype(float)
     if w.shape != (n,):
         raise ValueError(f"`{name}` must have one weight per weighted rule, shape ({n},); got shape {w.shape}.")
     if not np.all(np.isfinite(w)):

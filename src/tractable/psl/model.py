@@ -200,6 +200,30 @@ def _truthy(v) -> bool:
     return v is True or (isinstance(v, str) and v.strip().lower() == "true")
 
 
+def check_solve_options(options: dict, where: str) -> None:
+    """Raise a ``TypeError`` naming the first key of ``options`` that :func:`tractable.hlmrf.solve` does not take."""
+    import inspect
+
+    names = [p for p in inspect.signature(solve).parameters if p != "model"]
+    for key in options:
+        if key not in names:
+            raise TypeError(
+                f"{where} has the option {key!r}, which tractable.hlmrf.solve does not take: {', '.join(names)}."
+            )
+
+
+class _ClosedConnection:
+    """What a closed :class:`Model` holds instead of its DuckDB connection: any use is a clear error."""
+
+    def close(self) -> None:
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # Python's protocols (copy, pickle) probe for these
+            raise AttributeError(name)
+        raise ValueError("the PSL model is closed (Model.close was called): load the program again to use it.")
+
+
 class Model:
     """A PSL program: predicates, rules and data; grounded in DuckDB and solved by ADMM.
 
@@ -538,7 +562,8 @@ class Model:
         ------
         ValueError
             Malformed data (file and line), an atom both observed and a target, an infeasible hard
-            ground rule (naming the rule), or a model without targets.
+            ground rule (naming the rule), or a model without atoms of open predicates (nothing to infer;
+            open atoms that are all observed leave nothing to infer either, and are no error).
         """
         if self._ground is not None:
             return self._ground
@@ -705,6 +730,8 @@ class Model:
         """
         import pandas as pd
 
+        if client is None:
+            check_solve_options(solve_options, "`infer`")
         method, opts = self._solve_opts(solve_options)
         if shards is not None and not isinstance(shards, (bool, int, np.integer)):
             raise TypeError(f"`shards` must be None, a bool or a number of shards; got {type(shards).__name__}.")
@@ -718,7 +745,7 @@ class Model:
                 return sharded
         columns, res = self._solve_columns(method, opts, client)
         out = {name: pd.DataFrame(cols) for name, cols in columns.items()}
-        self._predictions = out
+        self._predictions = {name: df.copy() for name, df in out.items()}  # the caller may change its frames
         return out, res
 
     def _scaled_step(self, opts: dict, rule_counts) -> dict:
@@ -796,7 +823,7 @@ class Model:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
         out = predictions(g._atom_parts, np.asarray(res.x))
-        self._predictions = out
+        self._predictions = {name: df.copy() for name, df in out.items()}  # the caller may change its frames
         self._sharded_ground = g
         return out, res
 
@@ -819,6 +846,14 @@ class Model:
         dict
             Predicate name -> metric name -> value, for every open predicate with truth data (see
             :func:`tractable.psl.evaluation.evaluate_predicate` for the metrics).
+
+        Raises
+        ------
+        ValueError
+            A key of ``predictions`` that is not an open predicate (names in any case), a frame without the
+            argument or ``value`` columns or with values outside [0, 1].
+        TypeError
+            ``predictions`` not a dict of pandas DataFrames.
         """
         import pandas as pd
 
@@ -828,6 +863,19 @@ class Model:
             predictions = self._predictions if self._predictions is not None else self.infer()[0]
         if not isinstance(predictions, dict):
             raise TypeError(f"`predictions` must be a dict as returned by infer(); got {type(predictions).__name__}.")
+        open_names = {p.name.lower(): p.name for p in self._preds.values() if not p.closed}
+        given = {}
+        for key, frame in predictions.items():
+            name = open_names.get(key.lower()) if isinstance(key, str) else None
+            if name is None:
+                raise ValueError(
+                    f"`predictions` has the key {short_repr(key)}; its keys are open predicates of the model: "
+                    f"{', '.join(open_names.values()) or 'none'}."
+                )
+            if not isinstance(frame, pd.DataFrame):
+                raise TypeError(f"`predictions[{key!r}]` must be a pandas DataFrame; got {type(frame).__name__}.")
+            given[name] = frame
+        predictions = given
         if self._ground is None and self.sharded_ground is None:  # a sharded run loaded the truth already
             self.ground()
         out = {}
@@ -1004,8 +1052,16 @@ class Model:
         )
 
     def close(self) -> None:
-        """Close the DuckDB connection."""
+        """Close the DuckDB connection (again: nothing). What needs it afterwards (grounding, learning,
+        evaluating against the truth) is a ``ValueError``; a model grounded before still infers."""
         self._con.close()
+        self._con = _ClosedConnection()
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Model(predicates={len(self._preds)}, rules={len(self._rules)}, database={self.database!r})"
