@@ -318,3 +318,13 @@ def test_evidence_on_a_forbidden_state_is_a_zero_partition_not_a_result():
     fg.add_factor(TableFactor([0, 1], np.zeros((2, 2))))
     with pytest.raises(ZeroPartitionError, match=re.escape("the graph's constant is -inf")):
         loopy(fg.condition({0: 1}))
+
+
+def test_progress_takes_true_or_false_only():
+    """``bool("no")`` is True: a flag given as text or a number is refused, not read as on."""
+    from tractable.datasets.factor_graphs import grid_factor_graph
+
+    fg = grid_factor_graph(2, 2, rng=0)
+    for bad in ("no", 1):
+        with pytest.raises(TypeError, match=f"`progress` must be True or False; got {bad!r}"):
+            loopy(fg, progress=bad)

@@ -354,3 +354,26 @@ def test_exact_and_one_pass_majority_methods_report_no_iterations():
     for m in (2, 5):
         res = majority_alpha_pass(phi[:, :m], maj.W[:m, :m])
         assert res.n_iter == 0 and res.status == ("optimal" if m == 2 else "completed")
+
+
+def test_a_labelling_of_score_minus_inf_is_never_a_success():
+    """Every labelling forbidden: the methods optimal for the potential raise ZeroPartitionError; the local
+    searches return their labelling with status "error" and a warning (they cannot tell)."""
+    import warnings
+
+    from tractable import ConvergenceWarning, ZeroPartitionError
+    from tractable.clique import SumPotential, alpha_expansion, alpha_pass, clique_map, exact_clique_map, icm
+
+    pot = SumPotential(np.array([[0.0, -np.inf, -np.inf]] * 2))  # each label at most 0 nodes: none allowed
+    phi = np.zeros((2, 2))
+    for f in (alpha_pass, clique_map, exact_clique_map):
+        with pytest.raises(ZeroPartitionError, match="every labelling of the clique has score -inf"):
+            f(phi, pot)
+    for f in (icm, alpha_expansion):
+        with pytest.warns(ConvergenceWarning, match="score -inf"):
+            r = f(phi, pot)
+        assert r.status == "error" and not r.converged and r.score == -np.inf
+    ok = SumPotential(np.array([[0.0, 0.0, -np.inf]] * 2))  # at most one node per label: allowed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert exact_clique_map(phi, ok).score == 0.0

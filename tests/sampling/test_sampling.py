@@ -306,3 +306,62 @@ def test_an_impossible_variable_is_named_as_the_caller_numbers_it():
     fg.add_factor(TableFactor([1, 2], np.zeros((2, 2))))
     with pytest.raises(ZeroPartitionError, match=r"variable 2 \('c'\) has both states forbidden"):
         adaptive_mmp(fg, evidence={"a": 1}, rng=0)
+
+
+@pytest.mark.parametrize("call", ["gibbs", "adaptive_mmp"])
+def test_time_limit_covers_burn_in(call):
+    """A burn-in longer than the time limit stops at the limit (it used to run to its end first)."""
+    import time
+
+    from tractable.datasets.factor_graphs import grid_factor_graph
+    from tractable.sampling import adaptive_mmp, gibbs
+
+    fg = grid_factor_graph(2, 2, rng=0)
+    t = time.perf_counter()
+    with pytest.warns(ConvergenceWarning):
+        if call == "gibbs":
+            res = gibbs(fg, n_sweeps=1, burn_in=10**9, time_limit=0.1, rng=0)
+            assert res.burn_in < 10**9 and res.marginals.shape == (4, 2) and np.isfinite(res.marginals).all()
+        else:
+            res = adaptive_mmp(fg, burn_in=10**9, time_limit=0.1, rng=0, epsilon=1e-12)
+    assert res.status == "time_limit_reached" and time.perf_counter() - t < 5.0  # the limit, not 10^9 sweeps
+
+
+def test_burn_in_in_chunks_draws_the_same_samples():
+    """Burn-in runs in chunks between time checks: the samples are those of one long burn-in (same seed)."""
+    from tractable.datasets.factor_graphs import grid_factor_graph
+    from tractable.sampling import gibbs
+
+    fg = grid_factor_graph(3, 3, rng=1)
+    a = gibbs(fg, n_sweeps=50, burn_in=300_000, rng=3, return_samples=True)
+    b = gibbs(fg, n_sweeps=50, burn_in=300_000, rng=3, return_samples=True, time_limit=1e6)
+    assert np.array_equal(a.samples, b.samples) and a.burn_in == b.burn_in == 300_000
+
+
+@pytest.mark.parametrize("name", ["progress", "return_samples"])
+def test_flags_take_true_or_false_only(name):
+    from tractable.datasets.factor_graphs import grid_factor_graph
+    from tractable.sampling import adaptive_mmp, gibbs
+
+    fg = grid_factor_graph(2, 2, rng=0)
+    with pytest.raises(TypeError, match=f"`{name}` must be True or False; got 'no'"):
+        gibbs(fg, n_sweeps=10, rng=0, **{name: "no"})
+    if name == "progress":
+        with pytest.raises(TypeError, match="`progress` must be True or False; got 1"):
+            adaptive_mmp(fg, rng=0, progress=1)
+
+
+def test_a_constant_of_minus_inf_is_a_zero_partition_for_the_samplers():
+    """The graph's constant (or a factor over no variable) at -inf: no configuration has non-zero probability,
+    as exact.infer and bp.loopy say (the samplers used to sample it and report success)."""
+    from tractable import ZeroPartitionError
+    from tractable.sampling import adaptive_mmp, gibbs
+
+    a = FactorGraph([2, 2])
+    a.add_factor(TableFactor([], -np.inf))
+    a.add_factor(TableFactor([0, 1], np.zeros((2, 2))))
+    b = FactorGraph([2, 2], constant=-np.inf)
+    for fg in (a, b):
+        for f in (gibbs, adaptive_mmp):
+            with pytest.raises(ZeroPartitionError, match="no configuration has non-zero probability"):
+                f(fg, rng=0)

@@ -42,7 +42,7 @@ from .._results import (
     stop_message,
     warn_stopped,
 )
-from .._validate import check_choice, check_int, check_positive, check_rng
+from .._validate import check_bool, check_choice, check_int, check_positive, check_rng
 from ..factorgraph import FactorGraph
 from . import _blocks, _decode, _messages, _recursive  # noqa: F401  (_messages, _recursive: register the built-in factors)
 from ._result import BPResult
@@ -315,6 +315,7 @@ def loopy(
     array([0.5649, 0.3318, 0.7117])
     """
     t0 = time.perf_counter()
+    progress = check_bool(progress, "progress")
     task = _task(task, kind)
     kind = _KIND_OF_TASK[task]
     max_iter, tol, damping, time_limit = _validate(fg, max_iter, tol, damping, schedule, rng, time_limit)

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._results import INACCURATE_STATUSES, Result, frozen_array, stop_message, warn_stopped
+from .._errors import ZeroPartitionError
+from .._results import ERROR, INACCURATE_STATUSES, Result, frozen_array, stop_message, warn_stopped
 from ._score import score_parts
 
 __all__ = ["CliqueMAPResult"]
@@ -43,7 +44,10 @@ class CliqueMAPResult(Result):
         ``message`` counts the subproblems solved) and for ``majority_alpha_pass``.
     status : str
         ``"optimal"`` when ``exact``; ``"completed"`` for a one-pass method without an optimality
-        guarantee for this potential; ``"converged"`` or ``"max_iter_reached"`` for a local search.
+        guarantee for this potential; ``"converged"`` or ``"max_iter_reached"`` for a local search;
+        ``"error"`` (with ``converged=False`` and a warning) when such a method found only a labelling of
+        score ``-inf``. An exact method that finds every labelling forbidden raises
+        :class:`~tractable.ZeroPartitionError`.
     message : str
         A one-line account of how the method stopped.
     """
@@ -72,8 +76,18 @@ def make_result(
             f"`phi` and `potential` must keep the labellings' scores within float64's range (about 1.8e308); "
             f"got a score of {node + clique!r} (node scores {node!r}, clique potential {clique!r}): rescale them."
         )
+    if node + clique == -np.inf:  # a labelling the node scores or the potential forbid: never a success
+        if exact:  # the method is optimal for this potential: no labelling is allowed
+            raise ZeroPartitionError(
+                "every labelling of the clique has score -inf: the node scores `phi` and the potential forbid them all."
+            )
+        status = ERROR
+        detail = (
+            "the labelling found has score -inf (the node scores or the potential forbid it); "
+            "exact_clique_map decides whether any labelling is allowed"
+        )
     message = stop_message(status, method, n_iter, detail)
-    converged = status not in INACCURATE_STATUSES
+    converged = status not in INACCURATE_STATUSES and status != ERROR
     if not converged:
         warn_stopped(message, stacklevel=stacklevel)
     return CliqueMAPResult(

@@ -137,6 +137,11 @@ def compile_binary(fg: FactorGraph) -> Wiring:
     """
     n = fg.n_variables
     graph = compiled_graph(fg)
+    if graph.constant == -np.inf or any(float(fg.factors[fi].to_table()) == -np.inf for fi in graph.empty):
+        raise ZeroPartitionError(
+            "no configuration has non-zero probability: the graph's constant (with its factors over no variable) "
+            "is -inf."
+        )
     general = _general(graph)
     unary, pairwise = graph.stack((2,)), graph.stack((2, 2))
     ut = unary.tables if unary is not None else np.zeros((0, 2))

@@ -27,11 +27,11 @@ from .._results import (
     stop_message,
     warn_stopped,
 )
-from .._validate import check_int, check_positive, check_rng
+from .._validate import check_bool, check_int, check_positive, check_rng
 from . import _kernels
 from ._result import MMPResult
 from ._wiring import check_binary, compile_binary
-from .gibbs import initial_state
+from .gibbs import burn, initial_state
 
 __all__ = ["adaptive_mmp"]
 
@@ -83,7 +83,7 @@ def adaptive_mmp(
         result is over all variables (an observed variable's decision is its state, its marginal
         one-hot, its confidence 1 and its sample count 0).
     time_limit : float, optional
-        Seconds after which sampling stops (``status="time_limit_reached"``).
+        Seconds after which sampling stops, burn-in included (``status="time_limit_reached"``).
     progress : bool, default False
         Show a tqdm progress bar with the number of variables still sampled.
 
@@ -125,6 +125,7 @@ def adaptive_mmp(
     """
     t0 = time.perf_counter()
     check_binary(fg)
+    progress = check_bool(progress, "progress")
     eps = _check_epsilon(epsilon)
     full, (fg, observed) = fg, condition(fg, evidence)
     if observed and init is not None and np.shape(init) == (full.n_variables,):
@@ -145,9 +146,14 @@ def adaptive_mmp(
     p_sum = np.zeros(n)
     evals = 0
     t_sample = time.perf_counter()
-    if burn_in:
-        start = np.arange(n, dtype=np.int64)
-        evals = _kernels.run_sweeps(burn_in, start, n, x, *args, state, p_sum, no_samples, *_kernels.plain_args())[3]
+    start, plain = np.arange(n, dtype=np.int64), _kernels.plain_args()
+    burned, evals = burn(
+        burn_in,
+        n,
+        lambda k: _kernels.run_sweeps(k, start, n, x, *args, state, p_sum, no_samples, *plain)[3],
+        t0,
+        time_limit,
+    )
     sampling_time = time.perf_counter() - t_sample
     order = np.arange(n, dtype=np.int64)
     active = np.ones(n, dtype=np.bool_)
@@ -160,7 +166,7 @@ def adaptive_mmp(
     hist = np.zeros((2, min(max_sweeps, 1024)), dtype=np.int64)  # active variables, factors; grown as needed
     fac_active = np.diff(w.g_ptr).astype(np.int64)
     n_factors = n + w.nb_idx.shape[0] // 2 + fac_active.shape[0]
-    n_active, done, updates = n, 0, burn_in * n
+    n_active, done, updates = n, 0, burned * n
     status = MAX_ITER_REACHED
     bar = None
     if progress:

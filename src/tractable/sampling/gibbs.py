@@ -9,7 +9,7 @@ import numpy as np
 from .._compiled_graph import score
 from .._random import streams
 from .._results import COMPLETED, TIME_LIMIT_REACHED, frozen_array, stop_message, warn_stopped
-from .._validate import as_binary_assignment, check_int, check_memory, check_positive, check_rng
+from .._validate import as_binary_assignment, check_bool, check_int, check_memory, check_positive, check_rng
 from . import _kernels
 from ._result import GibbsResult
 from ._wiring import Wiring, check_binary, compile_binary
@@ -58,6 +58,25 @@ def _decoded_state(fg, gen) -> np.ndarray:
     return x
 
 
+def burn(n_sweeps: int, n: int, run, t0: float, time_limit: float | None) -> tuple[int, int]:
+    """``n_sweeps`` burn-in sweeps by ``run(k)`` (runs ``k`` sweeps, returns the factor evaluations), in chunks
+    of about ``_CHUNK_SECONDS``; stops early once ``time_limit`` seconds have passed since ``t0``. Returns
+    ``(sweeps run, evaluations)``. The chunks change nothing but the checks: a sweep's draws come from the
+    random streams' state, whatever call runs it."""
+    done = evals = 0
+    k = max(1, 200_000 // max(n, 1))
+    while done < n_sweeps:
+        k = min(k, n_sweeps - done)
+        t = time.perf_counter()
+        evals += run(k)
+        dt = time.perf_counter() - t
+        done += k
+        k = int(min(max(1, k * _CHUNK_SECONDS / max(dt, 1e-9)), 2 * k + 1))
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            break
+    return done, evals
+
+
 def gibbs(
     fg,
     *,
@@ -88,8 +107,10 @@ def gibbs(
     return_samples : bool, default False
         Keep the state after every recorded sweep (``n_sweeps * n`` bytes).
     time_limit : float, optional
-        Stop recording after this many seconds (``status="time_limit_reached"``, with a
-        :class:`~tractable.ConvergenceWarning`); the marginals average the sweeps done.
+        Stop after this many seconds, burn-in included (``status="time_limit_reached"``, with a
+        :class:`~tractable.ConvergenceWarning`); the marginals average the sweeps recorded (a burn-in that
+        the limit cut short is followed by one short chunk of recorded sweeps; ``burn_in`` on the result
+        counts the burn-in sweeps run).
     progress : bool, default False
         Show a tqdm progress bar.
 
@@ -122,6 +143,8 @@ def gibbs(
     """
     t0 = time.perf_counter()
     check_binary(fg)
+    return_samples = check_bool(return_samples, "return_samples")
+    progress = check_bool(progress, "progress")
     n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
     burn_in = check_int(burn_in, "burn_in", minimum=0)
     if time_limit is not None:
@@ -140,7 +163,13 @@ def gibbs(
     no_samples = np.zeros((0, n), dtype=np.uint8)
     plain = _kernels.plain_args()
     t_sample = time.perf_counter()
-    evals = _kernels.run_sweeps(burn_in, order, n, x, *args, state, scratch, no_samples, *plain)[3] if burn_in else 0
+    burned, evals = burn(
+        burn_in,
+        n,
+        lambda k: _kernels.run_sweeps(k, order, n, x, *args, state, scratch, no_samples, *plain)[3],
+        t0,
+        time_limit,
+    )
     sampling_time = time.perf_counter() - t_sample
     p_sum = np.zeros(n)
     samples = np.zeros((n_sweeps, n), dtype=np.uint8) if return_samples else no_samples
@@ -170,14 +199,17 @@ def gibbs(
         if bar is not None:
             bar.close()
     mu = p_sum / done
-    msg = stop_message(status, "gibbs", done, f"{done} recorded sweeps after {burn_in} burn-in sweeps")
+    if burned < burn_in:  # the time limit came during burn-in: one chunk of sweeps was still recorded
+        status = TIME_LIMIT_REACHED
+    detail = f"{done} recorded sweeps after {burned} burn-in sweeps" + (f" of {burn_in}" if burned < burn_in else "")
+    msg = stop_message(status, "gibbs", done, detail)
     if status != COMPLETED:
         warn_stopped(msg)
     return GibbsResult(
         marginals=frozen_array(np.stack([1.0 - mu, mu], axis=1)),
         samples=frozen_array(samples[:done]) if return_samples else None,
-        burn_in=burn_in,
-        n_updates=(burn_in + done) * n,
+        burn_in=burned,
+        n_updates=(burned + done) * n,
         n_factor_evaluations=int(evals),
         sampling_time=sampling_time,
         time=time.perf_counter() - t0,
