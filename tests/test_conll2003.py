@@ -290,7 +290,7 @@ def test_chain_map_matches_enumeration(seed):
 def test_chain_map_errors():
     with pytest.raises(ValueError, match=re.escape("`transitions` must have shape (2, 2); got (3, 3)")):
         chain_map(np.zeros((2, 2)), np.zeros((3, 3)))
-    with pytest.raises(ValueError, match=re.escape("`lengths` must sum to the number of rows of `X` (2); got 3")):
+    with pytest.raises(ValueError, match=re.escape("`lengths` must sum to the number of rows of `unary` (2); got 3")):
         chain_map(np.zeros((2, 2)), np.zeros((2, 2)), lengths=[1, 2])
     with pytest.raises(ValueError, match="every labelling of sequence 0 scores -inf"):
         chain_map(np.full((1, 2), -np.inf), np.zeros((2, 2)))
@@ -590,3 +590,4 @@ def test_reduced_and_full_graphs_agree_on_a_tree():
         assert_allclose(res.score, best, atol=1e-9)
     with pytest.raises(ValueError, match="`method` must be one of 'reduced', 'full'; got 'fast'"):
         collective_map(unary, trans, lengths, cliques, Potts(1.5), method="fast")
+

@@ -229,3 +229,22 @@ def test_recursive_cardinality_factor_builds_its_count_tree_in_the_model_layer()
         ValueError, match=re.escape("is -inf at every count: no configuration has non-zero probability")
     ):
         RecursiveCardinalityFactor([0, 1], [[0, 1]], [[-np.inf] * 3])
+
+
+def test_grid_factor_graph_names_a_bad_coupling_or_field():
+    from tractable.datasets import grid_factor_graph
+
+    with pytest.raises(TypeError, match=r"`coupling` must be a real number; got '1'"):
+        grid_factor_graph(2, 2, coupling="1")
+    with pytest.raises(ValueError, match=r"`coupling` must be finite; got nan"):
+        grid_factor_graph(2, 2, coupling=np.nan)
+    with pytest.raises(ValueError, match=r"`field` must be finite; got inf"):
+        grid_factor_graph(2, 2, field=np.inf)
+
+
+def test_constant_is_a_real_number_not_text_or_a_bool():
+    for bad in ("1.5", True, None):
+        with pytest.raises(TypeError, match=re.escape(f"`constant` must be a real number or -inf; got {bad!r}.")):
+            FactorGraph([2], constant=bad)
+    assert FactorGraph([2], constant=np.float64(2.0)).constant == 2.0
+    assert FactorGraph([2], constant=-np.inf).constant == -np.inf

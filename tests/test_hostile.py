@@ -802,7 +802,11 @@ CASES: list[Case] = [
         datasets.random_factor_graph,
         lambda: ([5, 4], {"rng": 0}),
         (),
-        (Size((0,), "n_variables", 10**13), Size((1,), "n_factors", 10**13)),
+        (
+            Size((0,), "n_variables", 10**13),
+            Size((1,), "n_factors", 10**13),
+            Size(("max_cardinality",), "max_cardinality", 10**6),  # one table of 10^24 entries
+        ),
         covers=("tractable.datasets.random_factor_graph",),
     ),
     Case(

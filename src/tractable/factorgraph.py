@@ -11,6 +11,7 @@ only need a dense table call :meth:`Factor.to_table`; algorithms that exploit a 
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -70,6 +71,8 @@ class Factor(ABC):
 
 
 def _check_constant(constant) -> float:
+    if isinstance(constant, (bool, np.bool_, str, bytes)) or not isinstance(constant, (numbers.Real, np.ndarray)):
+        raise TypeError(f"`constant` must be a real number or -inf; got {constant!r}.")  # no float("1.5"), no True
     try:
         c = float(constant)
     except (TypeError, ValueError) as err:

@@ -349,3 +349,15 @@ def test_memory_estimate_is_below_physical_memory_for_small_problems():
 
     memory = convolution_tree._physical_memory()
     assert memory is None or memory > 10**5 * 2200 / convolution_tree._MEMORY_FRACTION
+
+
+def test_messages_name_the_argument_that_rules_out_the_request():
+    """`max_count` that leaves only counts of score -inf, and a `size` of samples that cannot fit: each
+    message names the argument at fault (they named `f`'s counts and `theta` before)."""
+    from tractable import ZeroPartitionError
+    from tractable.cardinality import chain_marginals, sample
+
+    with pytest.raises(ZeroPartitionError, match=r"`f` is -inf at every count up to `max_count` = 1"):
+        chain_marginals(np.zeros(3), [-np.inf, -np.inf, 0.0, 0.0], max_count=1)
+    with pytest.raises(ValueError, match=r"`size` = 1000000000000000 samples of 3 variables need about"):
+        sample(np.zeros(3), np.zeros(4), size=10**15)

@@ -305,3 +305,8 @@ def test_load_npy_and_malformed_arrays(tmp_path):
 def test_load_missing_file_stays_an_os_error(tmp_path):
     with pytest.raises(FileNotFoundError, match=re.escape("absent.npz")):
         HLMRF.load(tmp_path / "absent.npz")
+
+
+def test_opinion_diffusion_refuses_a_network_that_cannot_fit():
+    with pytest.raises(ValueError, match=r"`n_voters` asks for 1000000000000 voters"):
+        opinion_diffusion(10**12, rng=0)

@@ -77,6 +77,12 @@ def _check_memory(n_vars: int, task: str, size: int = 0) -> None:
     budget = int(memory * _MEMORY_FRACTION)
     if n_vars * per_variable <= budget:
         return
+    if size and n_vars * _BYTES_PER_VARIABLE[task] <= budget:  # the samples alone are too many
+        raise ValueError(
+            f"`size` = {size} samples of {n_vars} variables need about {_bytes(n_vars * per_variable)} (one byte "
+            f"per variable and sample), more than {_MEMORY_FRACTION:.0%} of this machine's {_bytes(memory)} of "
+            f"memory; at most about {max(0, budget // max(n_vars, 1) - _BYTES_PER_VARIABLE[task])} samples fit."
+        )
     raise ValueError(
         f"`theta` has {n_vars} variables: {task}{f' (size={size})' if size else ''} needs about "
         f"{_bytes(n_vars * per_variable)} ({per_variable} bytes per variable), more than "

@@ -371,7 +371,7 @@ def _forward_backward_python(unary, offsets, trans, start, end):
 
 
 # --------------------------------------------------------------------------- validation
-def _check_offsets(lengths, n_rows: int, name: str = "lengths") -> np.ndarray:
+def _check_offsets(lengths, n_rows: int, name: str = "lengths", rows_of: str = "X") -> np.ndarray:
     if isinstance(lengths, (str, bytes)) or np.ndim(lengths) != 1:
         raise ValueError(f"`{name}` must be a 1-D sequence of positive integers; got {_describe(lengths)}.")
     arr = np.asarray(lengths)
@@ -381,7 +381,7 @@ def _check_offsets(lengths, n_rows: int, name: str = "lengths") -> np.ndarray:
         at = int(np.argmax(arr < 1))
         raise ValueError(f"`{name}` must contain positive integers; got {int(arr[at])} at index {at}.")
     if int(arr.sum()) != n_rows:
-        raise ValueError(f"`{name}` must sum to the number of rows of `X` ({n_rows}); got {int(arr.sum())}.")
+        raise ValueError(f"`{name}` must sum to the number of rows of `{rows_of}` ({n_rows}); got {int(arr.sum())}.")
     return np.concatenate([[0], np.cumsum(arr.astype(np.int64))]).astype(np.int64)
 
 
@@ -423,7 +423,7 @@ def _check_X(X, lengths, n_features: int | None = None, name: str = "X"):
         mat = sp.vstack(parts, format="csr") if any(sp.issparse(p) for p in parts) else np.vstack(parts)
     else:
         mat = _as_matrix(X, name)
-        offsets = _check_offsets(lengths, mat.shape[0])
+        offsets = _check_offsets(lengths, mat.shape[0], rows_of=name)
     if n_features is not None and mat.shape[1] != n_features:
         raise ValueError(f"`{name}` must have {n_features} columns (as in fit); got {mat.shape[1]}.")
     if mat.shape[1] == 0:
@@ -511,7 +511,9 @@ def chain_map(unary, transitions, *, lengths=None) -> tuple[np.ndarray, np.ndarr
     if tr.shape != (k, k):
         raise ValueError(f"`transitions` must have shape ({k}, {k}); got {tr.shape}.")
     offsets = (
-        np.array([0, u.shape[0]], dtype=np.int64) if lengths is None else _check_offsets(lengths, u.shape[0], "lengths")
+        np.array([0, u.shape[0]], dtype=np.int64)
+        if lengths is None
+        else _check_offsets(lengths, u.shape[0], "lengths", "unary")
     )
     out = np.zeros(u.shape[0], dtype=np.int64)
     scores = np.empty(offsets.shape[0] - 1)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._validate import check_int, check_memory, check_positive, check_rng
+from .._validate import check_finite, check_int, check_memory, check_positive, check_rng
 from ..factorgraph import FactorGraph, TableFactor
 
 __all__ = ["grid_factor_graph", "random_factor_graph"]
@@ -60,6 +62,9 @@ def random_factor_graph(
     for _ in range(n_factors):
         k = int(rng.integers(1, min(max_arity, n_variables) + 1))
         scope = rng.choice(n_variables, size=k, replace=False)
+        check_memory(
+            math.prod(int(c) for c in card[scope]), 8, ("max_cardinality", "max_arity"), "entries of one table"
+        )
         table = scale * rng.standard_normal(tuple(card[scope]))
         if p_forbidden:
             table[rng.random(table.shape) < p_forbidden] = -np.inf
@@ -80,6 +85,8 @@ def grid_factor_graph(
     n_states = check_int(n_states, "n_states", minimum=2)
     # one unary and up to two pairwise factors per variable
     check_memory(n_rows * n_cols, _BYTES_PER_VARIABLE + 3 * _BYTES_PER_FACTOR, ("n_rows", "n_cols"), "variables")
+    coupling = check_finite(coupling, "coupling")
+    field = check_finite(field, "field")
     rng = check_rng(rng)
     n = n_rows * n_cols
     fg = FactorGraph([n_states] * n)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validate import check_int, check_rng
+from .._validate import check_int, check_memory, check_rng
 
 __all__ = ["opinion_diffusion", "OpinionNetwork", "EDGE_TYPES"]
 
@@ -43,6 +43,8 @@ EDGE_TYPES = (
 OPINION_WEIGHT = 0.5
 #: largest degree drawn (the power law is truncated there)
 MAX_DEGREE = 1000
+#: a lower bound on the memory one voter takes (two variables, degrees, potentials): refuses the hopeless
+_BYTES_PER_VOTER = 64
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,7 @@ def opinion_diffusion(n_voters: int, *, squared: bool = False, mean_degree=None,
     from ..hlmrf import HLMRF
 
     n_voters = check_int(n_voters, "n_voters", minimum=2)
+    check_memory(n_voters, _BYTES_PER_VOTER, "n_voters", "voters")
     if not isinstance(squared, (bool, np.bool_)):
         raise TypeError(f"`squared` must be a bool; got {squared!r}.")
     means = _check_mean_degree(mean_degree)
