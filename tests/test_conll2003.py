@@ -590,4 +590,3 @@ def test_reduced_and_full_graphs_agree_on_a_tree():
         assert_allclose(res.score, best, atol=1e-9)
     with pytest.raises(ValueError, match="`method` must be one of 'reduced', 'full'; got 'fast'"):
         collective_map(unary, trans, lengths, cliques, Potts(1.5), method="fast")
-
