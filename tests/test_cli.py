@@ -361,3 +361,14 @@ def test_solve_output_line_names_the_method_once(tmp_path, capsys):
         assert err[-1].startswith(f"wrote {task} result to {out} {want}"), err
         method = want[1:].split(":")[0]
         assert err[-1].count(method) == 1, err
+
+
+def test_solve_names_the_model_file_where_the_engine_names_its_argument(tmp_path, capsys):
+    """The engines say `fg`; the command line says which file: a 3-state model given to MMP's sampler."""
+    from tractable.datasets import grid_factor_graph
+
+    path = tmp_path / "g3.uai"
+    write_uai(path, grid_factor_graph(2, 2, n_states=3, rng=0))
+    assert main(["solve", str(path), "--task", "MMP"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{path}: the model must have binary variables only" in err[0] and "`fg`" not in err[0]

@@ -247,7 +247,13 @@ def _run(args) -> int:
     if run is _exact:
         _check_dense(fg, evidence, args.model)
     with _warnings_as_notes():
-        res = run(fg, args.task, args.method, evidence, given, sys.stderr.isatty())
+        try:
+            res = run(fg, args.task, args.method, evidence, given, sys.stderr.isatty())
+        except ValueError as err:  # the engine names its argument `fg`: here it is the model file
+            text = str(err)
+            if not text.startswith("`fg` "):
+                raise
+            raise type(err)(f"{args.model}: the model {text[len('`fg` ') :]}") from err
     if args.task == "MAP":
         text = write_map(None, res.assignment)
     elif args.task == "MAR":
