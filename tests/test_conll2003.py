@@ -125,6 +125,8 @@ def test_reader_missing_files_and_data_dir(tmp_path, monkeypatch):
         load_conll2003("testa")
     _write(tmp_path, IOB1_FILE, "eng.testa")
     assert conll2003_available("testa") and not conll2003_available("train", "testa")
+    with pytest.raises(ValueError, match=r"`splits` must be among 'train', 'testa', 'testb'; got 'nope'"):
+        conll2003_available("nope")  # a typo is not a missing file
     assert len(load_conll2003("testa")) == 2  # a split name reads eng.<split> from $TRACTABLE_CONLL_DIR
     with pytest.raises(FileNotFoundError, match="not found"):
         load_conll2003(tmp_path / "nothing")

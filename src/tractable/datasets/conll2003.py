@@ -170,7 +170,13 @@ def iob1_to_iob2(tags: Sequence[str]) -> list[str]:
 
 
 def conll2003_available(*splits: str) -> bool:
-    """Whether the files of ``splits`` (default ``"train"`` and ``"testa"``) are in the data folder."""
+    """Whether the files of ``splits`` (default ``"train"`` and ``"testa"``) are in the data folder.
+
+    An unknown split is a ``ValueError`` (not a missing file): the splits are ``"train"``, ``"testa"``, ``"testb"``.
+    """
+    for s in splits:
+        if s not in _SPLITS:
+            raise ValueError(f"`splits` must be among {', '.join(repr(x) for x in _SPLITS)}; got {_describe(s)}.")
     folder = _data_dir()
     return all((folder / f"eng.{s}").is_file() for s in (splits or ("train", "testa")))
 
