@@ -459,3 +459,20 @@ def test_a_closed_standard_output_does_not_lose_the_output_files(program):
     assert proc.wait(timeout=300) == 0, err
     assert "Broken pipe" not in err
     assert (out / "LAB.txt").exists() and (out / "learned.json").exists()
+
+
+def test_program_first_moves_learn_after_the_program_only_when_it_took_a_program():
+    from tractable.cli.psl import program_first
+
+    assert program_first(["psl", "--learn", "m.psl", "m.data", "-o", "x"]) == [
+        "psl",
+        "m.psl",
+        "m.data",
+        "-o",
+        "x",
+        "--learn",
+    ]
+    assert program_first(["psl", "--learn", "P.JSON", "--", "-odd"]) == ["psl", "P.JSON", "--learn", "--", "-odd"]
+    same = ["psl", "p.json", "--learn", "RandomGridSearch"]
+    assert program_first(same) == same  # a learner's name is left alone
+    assert program_first(["psl", "p.json", "--learn"]) == ["psl", "p.json", "--learn"]
