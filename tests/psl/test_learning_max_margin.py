@@ -156,3 +156,15 @@ def test_bad_input_is_one_clear_error():
     with pytest.raises(ValueError, match="`l2_regularization` must be > 0"):
         m.learn(method="FrankWolfe", l2_regularization=0)
     np.testing.assert_array_equal(m.weights, [1.0, 1.0])  # nothing changed by a refused call
+
+
+def test_the_duality_gap_target_is_gap_tol_and_tolerance_still_works_for_a_release():
+    """The grammar's name for a tolerance: `gap_tol` (PSL's `frankwolfe.tolerance`); the former Python keyword
+    `tolerance` gives the same weights with a DeprecationWarning."""
+    a = _learn(_program(OBS, TRUTH), max_iter=50, gap_tol=1e-6)
+    assert dict(a.options)["gap_tol"] == 1e-6
+    with pytest.warns(DeprecationWarning, match="`tolerance` is now `gap_tol`"):
+        b = _learn(_program(OBS, TRUTH), max_iter=50, tolerance=1e-6)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    with pytest.raises(ValueError, match="given twice"):
+        _learn(_program(OBS, TRUTH), gap_tol=1e-6, tolerance=1e-6)

@@ -297,13 +297,16 @@ _MPLE_OPTIONS = {
 }
 _FW_OPTIONS = {
     "max_iter": ("frankwolfe.maxiter", 500, _positive(int)),
-    "tolerance": ("frankwolfe.tolerance", 1e-5, _positive()),
+    "gap_tol": ("frankwolfe.tolerance", 1e-5, _positive()),
     "average_weights": ("frankwolfe.averageweights", False, _as_bool),
     "nonnegative_weights": ("frankwolfe.nonnegativeweights", True, _must_clip),
     "normalize": ("frankwolfe.normalize", True, _as_bool),
     "l2_regularization": ("frankwolfe.regparam", 1.0, _positive()),
 }
 _PSL_ALIASES = {"maxspeudolikelihood.numsamples": "n_samples", "maxspeudolikelihood.bool": "boolean"}
+#: Python keywords renamed to the library's grammar (a tolerance is ``*_tol``): old name -> new, accepted for one
+#: release with a DeprecationWarning
+_PY_RENAMED = {"tolerance": "gap_tol"}
 #: options of every learner that are not PSL's (Python keywords only)
 _PY_ONLY = ("initial_weights", "rng", "solve_options", "warm_start", "time_limit", "progress")
 
@@ -358,6 +361,13 @@ def _parse_options(name: str, table: dict, given: dict, py_only: tuple = _PY_ONL
     for key, value in given.items():
         if key in py_only:
             continue
+        if key in _PY_RENAMED and _PY_RENAMED[key] in table:
+            warnings.warn(
+                f"`{key}` is now `{_PY_RENAMED[key]}` (the name will be removed in the next release).",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            key = _PY_RENAMED[key]
         py = key if key in table else psl_to_py.get(key.lower() if isinstance(key, str) else key)
         if py is None:
             valid = (
@@ -1234,14 +1244,14 @@ def _run_fw(learner, w, o, deadline, progress):
         n_steps = it
         gap = lam * numerator
         progress.step(objective=losses[-1], gap=gap)
-        if gap < o["tolerance"]:
-            status, detail = CONVERGED, f"duality gap {gap:.3g} < {o['tolerance']:g}"
+        if gap < o["gap_tol"]:
+            status, detail = CONVERGED, f"duality gap {gap:.3g} < {o['gap_tol']:g}"
             break
         if deadline is not None and time.perf_counter() > deadline:
             status = TIME_LIMIT_REACHED
             break
     if status is None:
-        status, detail = MAX_ITER_REACHED, f"duality gap {gap:.3g} >= {o['tolerance']:g}"
+        status, detail = MAX_ITER_REACHED, f"duality gap {gap:.3g} >= {o['gap_tol']:g}"
     if status != CONVERGED and o["average_weights"]:
         w = avg
         path[-1] = w.copy()
