@@ -316,7 +316,7 @@ def test_clique_npz_options_that_apply_still_run(clique_npz, capsys):
     [
         (
             ["solve", "M", "--task", "MMP", "--max-table-size", "9"],
-            "`--max-table-size` applies to the exact methods only",
+            "`--max-table-size` applies to `--method auto` and `--method variable_elimination` only",
         ),
         (["solve", "M", "--task", "MAR", "--seed", "0"], "`--seed` applies to `--task MMP` only; got --task MAR."),
         (["solve", "M", "--task", "PR", "--method", "lbp", "--epsilon", "0.1"], "`--epsilon` applies to `--task MMP`"),

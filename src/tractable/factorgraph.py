@@ -71,7 +71,11 @@ class Factor(ABC):
 
 
 def _check_constant(constant) -> float:
-    if isinstance(constant, (bool, np.bool_, str, bytes)) or not isinstance(constant, (numbers.Real, np.ndarray)):
+    if (
+        isinstance(constant, (bool, np.bool_, str, bytes, complex, np.complexfloating))
+        or np.asarray(constant).dtype.kind in "bUSc"
+        or not isinstance(constant, (numbers.Number, np.ndarray))
+    ):
         raise TypeError(f"`constant` must be a real number or -inf; got {constant!r}.")  # no float("1.5"), no True
     try:
         c = float(constant)

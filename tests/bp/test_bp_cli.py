@@ -56,7 +56,10 @@ def test_lbp_partition_function_on_a_tree_is_exact(tmp_path, capsys):
     "args, message",
     [
         (["--method", "auto", "--damping", "0.5"], "`--damping` applies to `--method lbp` only; got --method auto."),
-        (["--method", "lbp", "--max-table-size", "9"], "`--max-table-size` applies to the exact methods only"),
+        (
+            ["--method", "lbp", "--max-table-size", "9"],
+            "`--max-table-size` applies to `--method auto` and `--method variable_elimination` only",
+        ),
         (["--method", "lbp", "--damping", "1.5"], "argument --damping: expected a number in [0, 1); got '1.5'"),
     ],
 )

@@ -150,8 +150,8 @@ def test_constraints_contradicting_fixed_values():
     ):
         m.fix([1], [0.8])
     assert list(m.fixed[0]) == [0]  # the failed fix left the model unchanged
-    with pytest.raises(ValueError, match=re.escape("constraint 0 cannot hold (checked with `constant`)")):
-        m.add_constraint([0], [1.0], constant=-0.5, sense="==")
+    with pytest.raises(ValueError, match=re.escape("constraint 1 cannot hold (checked with `constant`)")):
+        m.add_constraint([0], [1.0], constant=-0.5, sense="==")  # the model's index of the new constraint
     assert m.n_constraints == 1
 
 

@@ -434,8 +434,8 @@ def test_the_run_waits_for_the_background_preload_before_it_ends(program, capsys
 
     done = threading.Event()
 
-    def slow_preload():
-        time.sleep(0.3)
+    def slow_preload():  # longer than the failing run itself (about 0.3 s), so that only a join waits for it
+        time.sleep(1.5)
         done.set()
 
     monkeypatch.setattr(cli_psl, "_preload_solver", slow_preload)
@@ -447,17 +447,28 @@ def test_the_run_waits_for_the_background_preload_before_it_ends(program, capsys
     capsys.readouterr()
 
 
-def test_a_closed_standard_output_does_not_lose_the_output_files(program):
-    """`tractable psl ... | head -1`: the reader is gone before the output; the run still writes its files and
-    exits 0, without an error about the pipe."""
+@pytest.mark.parametrize("how", ["stdout pipe", "stderr into the pipe", "stdout closed", "stderr closed"])
+def test_a_closed_standard_output_does_not_lose_the_output_files(program, how):
+    """`tractable psl ... | head -1` (the reader goes away before the output), also with `2>&1`, and a stream
+    closed before the start (`>&-`, `2>&-`): the run still writes its files and exits 0, without an error
+    about the pipe."""
+    import shlex
+
     out = program / "piped"
     entry = "from tractable.cli import entry; entry()"
-    argv = ["psl", str(program / "prog.json"), "--learn", "--output", str(out)]
-    proc = subprocess.Popen([sys.executable, "-c", entry, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.close()  # the reader is gone
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=300) == 0, err
-    assert "Broken pipe" not in err
+    argv = [sys.executable, "-c", entry, "psl", str(program / "prog.json"), "--learn", "--output", str(out)]
+    if how.endswith("closed"):
+        shell = shlex.join(argv) + (" >&-" if how == "stdout closed" else " 2>&-")
+        proc = subprocess.run(["bash", "-c", shell], capture_output=True, timeout=300)
+        rc, err = proc.returncode, proc.stderr.decode()
+    else:
+        stderr = subprocess.STDOUT if how == "stderr into the pipe" else subprocess.PIPE
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr)
+        proc.stdout.close()  # the reader is gone
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        rc = proc.wait(timeout=300)
+    assert rc == 0, err
+    assert "Broken pipe" not in err and "internal error" not in err
     assert (out / "LAB.txt").exists() and (out / "learned.json").exists()
 
 

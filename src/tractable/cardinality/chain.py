@@ -97,11 +97,15 @@ def chain_marginals(theta, f, *, max_count: int | None = None) -> CardinalityMar
     array([0.25, 0.25, 0.25])
     """
     t0 = time.perf_counter()
-    theta, f = _validate_marginals_args(theta, f)
     if max_count is not None:
         max_count = check_int(max_count, "max_count", minimum=0)
-        if not np.any(f[: max_count + 1] > -np.inf):
-            raise ZeroPartitionError(f"`f` is -inf at every count up to `max_count` = {max_count}: {NO_CONFIGURATION}.")
-        f[max_count + 1 :] = -np.inf  # a copy (_validate_marginals_args)
+        f = np.array(f, dtype=np.float64, copy=True)
+        if f.ndim == 1 and max_count + 1 < f.shape[0]:
+            if np.all(np.isneginf(f[: max_count + 1])) and np.any(f[max_count + 1 :] > -np.inf):
+                raise ZeroPartitionError(
+                    f"`f` is -inf at every count up to `max_count` = {max_count}: {NO_CONFIGURATION}."
+                )
+            f[max_count + 1 :] = -np.inf
+    theta, f = _validate_marginals_args(theta, f)  # its messages name the counts the clamped variables allow
     log_odds, count, logz = _chain_core(theta, f, max_count)
     return exact_result(log_odds, count, logz, t0, "chain")

@@ -238,9 +238,10 @@ def main(argv=None) -> int:
 
 
 class _PipeSafe:
-    """Standard output that a reader may close early (``tractable psl ... | head -1``): once a write or a
-    flush finds the pipe closed, the rest of the output goes to the null device and the command runs to its
-    end (its output files written, its exit status its own) instead of failing on the closed pipe."""
+    """Standard output or error that a reader may close early (``tractable psl ... | head -1``, also
+    ``2>&1 | head``): once a write or a flush finds the pipe closed, the rest of that stream goes to the null
+    device and the command runs to its end (its output files written, its exit status its own) instead of
+    failing on the closed pipe."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
@@ -286,7 +287,10 @@ def entry() -> None:
     :func:`main` in their own process keep their collector as it is.
     """
     gc.set_threshold(*GC_THRESHOLDS)
-    sys.stdout = _PipeSafe(sys.stdout)
+    # a descriptor closed before the start (`>&-`) is None in Python: the null device stands in for it (a
+    # print to None would go to stdout, and a check of it for a terminal would fail)
+    sys.stdout = _PipeSafe(sys.stdout if sys.stdout is not None else open(os.devnull, "w"))
+    sys.stderr = _PipeSafe(sys.stderr if sys.stderr is not None else open(os.devnull, "w"))
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -472,7 +472,7 @@ def _solve(args, model) -> int:
                 f"{_count(sharded.n_constraints, 'constraint')} into {_count(len(sharded.shard_terms), 'shard')} "
                 f"in {sharded.time:.3f} s"
             )
-        elif client is not None and model._ground is not None:  # --shards auto grounded a small program here
+        elif client is not None and args.shards == "auto" and model._ground is not None:  # grounded here, small
             _print_grounding(model._ground)
     finally:
         if client is not None:

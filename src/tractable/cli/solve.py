@@ -223,13 +223,10 @@ def _solver(task: str, method: str, given: dict):
             where, got = "`--task MMP`", f"--task {task}"
         elif all(m == "lbp" for _, m in users):
             where, got = "`--method lbp`", f"--method {method}"
-        elif task == "MMP":
-            where, got = "the exact methods", "--task MMP"
-        elif method in _EXACT_METHODS:  # an exact method that has no use for it (enumeration builds no tables)
+        else:  # the exact methods that use it (enumeration builds no tables)
             methods = sorted({m for _, m in users}, key=lambda m: (m != "auto", m))
-            where, got = " and ".join(f"`--method {m}`" for m in methods), f"--method {method}"
-        else:
-            where, got = "the exact methods", f"--method {method}"
+            where = " and ".join(f"`--method {m}`" for m in methods)
+            got = "--task MMP" if task == "MMP" else f"--method {method}"
         raise ValueError(f"`{flag}` applies to {where} only; got {got}.")
     return run
 

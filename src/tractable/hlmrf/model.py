@@ -249,7 +249,7 @@ class HLMRF:
             np.zeros(1),
             np.array([SENSES.index(sense)], dtype=np.int8),
         )
-        self._check_fixed_block(block, "constant")
+        self._check_fixed_block(block, "constant", first=self._n_con)
         self._con_blocks.append(block)
         self._n_con += 1
         self._compiled = None
@@ -327,7 +327,7 @@ class HLMRF:
             if np.any(codes < 0):
                 check_choice(str(senses[codes < 0][0]), "senses", SENSES)
         block = (indptr, variables, coefficients, constants, np.zeros(r), codes)
-        self._check_fixed_block(block, "constants")
+        self._check_fixed_block(block, "constants", first=self._n_con)
         self._con_blocks.append(block)
         self._n_con += r
         self._compiled = None
@@ -387,8 +387,9 @@ class HLMRF:
     def _check_fixed_constraints(self, name: str) -> None:
         self._check_fixed_block(self._arrays("con"), name)
 
-    def _check_fixed_block(self, block, name: str) -> None:
-        """Raise if a constraint of ``block`` involves only fixed variables (or none) and is violated."""
+    def _check_fixed_block(self, block, name: str, first: int = 0) -> None:
+        """Raise if a constraint of ``block`` involves only fixed variables (or none) and is violated; ``first``:
+        the model's index of the block's first constraint (for the message)."""
         indptr, idx, coef, const, _, sense = block
         if indptr.size == 1:
             return
@@ -402,8 +403,8 @@ class HLMRF:
         if bad.size:
             k = int(bad[0])
             raise ValueError(
-                f"constraint {k} cannot hold (checked with `{name}`): it has no free variable and its left-hand "
-                f"side is {val[k]:.6g}, which must be {SENSES[sense[k]]} 0."
+                f"constraint {first + k} cannot hold (checked with `{name}`): it has no free variable and its "
+                f"left-hand side is {val[k]:.6g}, which must be {SENSES[sense[k]]} 0."
             )
 
     # ------------------------------------------------------------------ arrays

@@ -139,8 +139,8 @@ def compile_binary(fg: FactorGraph) -> Wiring:
     graph = compiled_graph(fg)
     if graph.constant == -np.inf or any(float(fg.factors[fi].to_table()) == -np.inf for fi in graph.empty):
         raise ZeroPartitionError(
-            "no configuration has non-zero probability: the graph's constant (with its factors over no variable) "
-            "is -inf."
+            "no configuration has non-zero probability: the graph's constant (with its factors over no variable "
+            "and the evidence folded in) is -inf."
         )
     general = _general(graph)
     unary, pairwise = graph.stack((2,)), graph.stack((2, 2))

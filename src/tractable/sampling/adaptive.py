@@ -125,7 +125,7 @@ def adaptive_mmp(
     """
     t0 = time.perf_counter()
     check_binary(fg)
-    progress = check_bool(progress, "progress")
+    progress = progress is not None and check_bool(progress, "progress")  # None: the default, as hlmrf.solve
     eps = _check_epsilon(epsilon)
     full, (fg, observed) = fg, condition(fg, evidence)
     if observed and init is not None and np.shape(init) == (full.n_variables,):
@@ -203,6 +203,8 @@ def adaptive_mmp(
             bar.close()
     if n_active == 0:
         status = CONVERGED
+    if burned < burn_in:  # the time limit came during burn-in: never a success, whatever the decisions
+        status = TIME_LIMIT_REACHED
     for i in order[:n_active]:  # still uncertain: their posterior at the end
         if count[i] > 0:
             p0[i] = _kernels.decision_tails(ones[i], count[i], lag[i], first[i], last[i])[0]
@@ -224,6 +226,8 @@ def adaptive_mmp(
             "assignment whose score overflows: rescale the factors' log-potentials."
         )
     detail = f"{n - n_active} of {n} decisions {eps:g}-confident after {done} sweeps"
+    if burned < burn_in:
+        detail += f" (burn-in cut at {burned} of {burn_in} sweeps)"
     msg = stop_message(status, "adaptive_mmp", done, detail)
     if status != CONVERGED:
         warn_stopped(msg)

@@ -143,8 +143,8 @@ def gibbs(
     """
     t0 = time.perf_counter()
     check_binary(fg)
-    return_samples = check_bool(return_samples, "return_samples")
-    progress = check_bool(progress, "progress")
+    return_samples = return_samples is not None and check_bool(return_samples, "return_samples")  # None: default
+    progress = progress is not None and check_bool(progress, "progress")
     n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
     burn_in = check_int(burn_in, "burn_in", minimum=0)
     if time_limit is not None:
