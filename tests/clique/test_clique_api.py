@@ -223,7 +223,7 @@ def test_result_fields_and_statuses(brute):
         assert not res.exact and res.status == "completed" and res.converged
         assert res.message == f"{res.method}: finished"
     res = clique_map(phi, Potts(0.2))
-    assert res.status == "optimal" and res.message == "exact: exact solution"
+    assert res.status == "optimal" and res.message.startswith("exact: exact solution; ")  # with its detail
     big, pot = clique_benchmark("ENTROPY", n=60, m=8, rng=3)
     res = clique_map(big, pot)
     assert res.status == "converged" and res.message == f"{res.method}: converged after {res.n_iter} iterations"
@@ -377,3 +377,47 @@ def test_a_labelling_of_score_minus_inf_is_never_a_success():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert exact_clique_map(phi, ok).score == 0.0
+
+
+def test_auto_warns_about_its_result_only_not_about_its_intermediate_steps(monkeypatch):
+    """A start or a losing candidate of "auto" that stops short (or finds a forbidden labelling) is not the
+    caller's concern; the returned result's own stop is, once, with its detail."""
+    import warnings
+
+    import tractable.clique as cq
+    from tractable import ConvergenceWarning
+    from tractable.clique._result import make_result
+
+    phi = np.random.default_rng(0).normal(size=(6, 3))
+    pot = Potts(0.3)
+    real = cq._auto_route
+
+    def noisy(phi, potential, rng=None):
+        warnings.warn("an intermediate step stopped short", ConvergenceWarning, stacklevel=2)
+        return real(phi, potential, rng)
+
+    monkeypatch.setattr(cq, "_auto_route", noisy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert clique_map(phi, pot).converged
+
+    def short(phi, potential, rng=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = make_result(
+                phi,
+                potential,
+                np.zeros(6, np.int64),
+                "icm",
+                0.0,
+                exact=False,
+                status="max_iter_reached",
+                n_iter=100,
+                detail="a detail",
+            )
+        return res, "icm"
+
+    monkeypatch.setattr(cq, "_auto_route", short)
+    with pytest.warns(ConvergenceWarning) as record:
+        res = clique_map(phi, pot)
+    assert len(record) == 1 and res.message == "icm: stopped at the iteration limit (100) before converging; a detail"

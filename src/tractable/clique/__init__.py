@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 
 import numpy as np
 
+from .._results import ConvergenceWarning, warn_stopped
 from .._validate import check_options, check_rng, resolve_method
 from ..potentials import (
     CliquePotential,
@@ -100,8 +102,18 @@ def _auto(phi, potential, *, rng=None) -> CliqueMAPResult:
     t0 = time.perf_counter()
     phi, potential = check_clique(phi, potential)
     check_rng(rng)  # a bad `rng` is an error even where the route draws no random numbers
-    res, name = _auto_route(phi, potential, rng)
-    return renamed(res, name, t0)
+    # the route's intermediate steps (a start, the candidate that loses) may stop short or find only a
+    # forbidden labelling; only the returned result's own stop is the caller's concern
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res, name = _auto_route(phi, potential, rng)
+    for w in caught:
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    res = renamed(res, name, t0)
+    if not res.converged:
+        warn_stopped(res.message, stacklevel=4)  # warn_stopped <- _auto <- clique_map <- the caller
+    return res
 
 
 def _auto_rng(rng) -> np.random.Generator:

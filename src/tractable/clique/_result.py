@@ -106,7 +106,10 @@ def make_result(
 
 
 def renamed(res: CliqueMAPResult, method: str, t0: float) -> CliqueMAPResult:
-    """``res`` reported under another method name (a composite of ``clique_map("auto")``), timed from ``t0``."""
+    """``res`` reported under another method name (a composite of ``clique_map("auto")``), timed from ``t0``;
+    the detail of its message (after the account of the stop) is kept."""
+    head = stop_message(res.status, res.method, res.n_iter)
+    detail = res.message[len(head) + 2 :] if res.message.startswith(head + "; ") else ""
     return replace(
-        res, method=method, time=time.perf_counter() - t0, message=stop_message(res.status, method, res.n_iter)
+        res, method=method, time=time.perf_counter() - t0, message=stop_message(res.status, method, res.n_iter, detail)
     )
