@@ -347,3 +347,40 @@ def test_psl_program_on_the_cluster_gives_the_answer_of_one_process(client):
     np.testing.assert_allclose(remote["Lab"]["value"], local["Lab"]["value"], atol=1e-4)
     with pytest.raises(ValueError, match="`client` runs consensus ADMM"):
         m.infer(client=client, method="highs")
+
+
+def test_a_missing_shard_file_is_named_not_a_lost_worker(client, tmp_path):
+    """The block's own error (its shard file not found) comes back as it is; the worker was never lost."""
+    with pytest.raises(FileNotFoundError, match="nothere.npz"):
+        solve(HLMRFShards([tmp_path / "nothere.npz"]), client)
+
+
+def test_a_closed_client_is_refused_by_name():
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+    cl = distributed.Client(cluster)
+    cl.close()
+    try:
+        with pytest.raises(ValueError, match="`client` is closed"):
+            solve(_random_model(0), cl)
+        with pytest.raises(ValueError, match="`client` is closed"):
+            map_batches(alpha_pass_batch, [np.zeros((2, 3, 2))], client=cl, args=(Potts(0.1),))
+    finally:
+        cluster.close()
+
+
+def test_batch_arguments_are_named(client):
+    """`f` (not `batches`) in marginals_batches, with its shapes; unknown chunk sizes; a `kwargs` not a dict."""
+    theta_np = np.random.default_rng(0).normal(size=(20, 4))
+    theta = da.from_array(theta_np, chunks=5)
+    with pytest.raises(
+        ValueError, match=r"`f` must be one vector of 5 count scores or a dask array of shape \(20, 5\)"
+    ):
+        marginals_batches(theta, da.zeros((25, 5), chunks=5), client=client)
+    with pytest.raises(ValueError, match=r"`f` must be chunked like `theta` along axis 0"):
+        marginals_batches(theta, da.zeros((20, 5), chunks=10), client=client)
+    f_np = np.random.default_rng(1).normal(size=(20, 5))  # array_like per-model scores, as documented
+    assert np.array_equal(marginals_batches(theta, f_np, client=client).p_on, marginals_batch(theta_np, f_np).p_on)
+    with pytest.raises(ValueError, match=r"chunks of unknown size along axis 0; call its .compute_chunk_sizes"):
+        marginals_batches(theta[theta[:, 0] > -10], np.zeros(5), client=client)
+    with pytest.raises(TypeError, match="`kwargs` must be a dict of keyword arguments for `func`; got str"):
+        map_batches(alpha_pass_batch, [np.zeros((2, 3, 2))], client=client, kwargs="x")

@@ -49,8 +49,8 @@ def check_client(client, *, allow_none: bool = False):
     TypeError
         ``client`` is not a ``dask.distributed.Client``.
     ValueError
-        The cluster has no workers, or a worker lacks ``tractable`` or has another version of it
-        (the message names the workers and their versions).
+        The client is closed, the cluster has no workers, or a worker lacks ``tractable`` or has another
+        version of it (the message names the workers and their versions).
     """
     distributed = _import_distributed()
     if client is None:
@@ -62,6 +62,8 @@ def check_client(client, *, allow_none: bool = False):
             return None
     if not isinstance(client, distributed.Client):
         raise TypeError(f"`client` must be a dask.distributed.Client; got {type(client).__name__}.")
+    if client.status in ("closing", "closed"):
+        raise ValueError(f"`client` is {client.status}; connect a new one (Client(...)) for the run.")
     from .. import __version__
 
     versions = client.get_versions(packages=["tractable"])

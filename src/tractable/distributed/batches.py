@@ -26,6 +26,7 @@ can be located in the whole stack.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -82,6 +83,10 @@ def _blocks(batches):
         for j, arr in enumerate(batches):
             if arr.ndim == 0:
                 raise ValueError(f"`batches`[{j}] must have a batch axis (axis 0); got a 0-d array.")
+            if any(math.isnan(c) for c in arr.chunks[0]):  # after a boolean mask, say
+                raise ValueError(
+                    f"`batches`[{j}] has chunks of unknown size along axis 0; call its .compute_chunk_sizes() first."
+                )
             if arr.chunks[0] != chunks0:
                 raise ValueError(
                     f"`batches`[{j}] must be chunked like `batches`[0] along axis 0 ({chunks0}); got {arr.chunks[0]}."
@@ -149,6 +154,8 @@ def map_batches(func, batches, *, client=None, args=(), kwargs=None):
         raise TypeError(f"`func` must be callable; got {type(func).__name__}.")
     if not isinstance(args, tuple):
         raise TypeError(f"`args` must be a tuple; got {type(args).__name__}.")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"`kwargs` must be a dict of keyword arguments for `func`; got {type(kwargs).__name__}.")
     kwargs = {} if kwargs is None else dict(kwargs)
     client = check_client(client, allow_none=True)
     blocks, sizes = _blocks(batches)
@@ -278,6 +285,16 @@ def marginals_batches(theta, f, *, method: str = "auto", client=None, block_size
                 f = f.rechunk({0: _block(block_size)})
         if shared:
             return map_batches(_with_shared_f, theta, client=client, args=(np.asarray(f),), kwargs=kwargs)
+        if not isinstance(f, da.Array) and np.ndim(f) == 2 and np.shape(f)[0] == theta.shape[0]:
+            f = da.from_array(np.asarray(f), chunks=(theta.chunks[0], -1))  # array_like per-model scores
+        if not isinstance(f, da.Array) or f.ndim != 2 or f.shape[0] != theta.shape[0]:
+            raise ValueError(
+                f"`f` must be one vector of {theta.shape[1] + 1} count scores or a dask array of shape "
+                f"({theta.shape[0]}, {theta.shape[1] + 1}) chunked like `theta`; got "
+                f"{type(f).__name__} of shape {np.shape(f)}."
+            )
+        if f.chunks[0] != theta.chunks[0]:
+            raise ValueError(f"`f` must be chunked like `theta` along axis 0 ({theta.chunks[0]}); got {f.chunks[0]}.")
         return map_batches(marginals_batch, (theta, f), client=client, kwargs=kwargs)
     theta = np.asarray(theta)
     if theta.ndim != 2:

@@ -351,7 +351,9 @@ class _Driver:
                             raise
             except Exception as err:  # noqa: BLE001 - classified below, re-raised otherwise
                 lost = self._lost(i)
-                if lost is None and not isinstance(err, (TimeoutError, OSError)):
+                if lost is None and (
+                    not isinstance(err, (TimeoutError, OSError)) or getattr(err, "filename", None) is not None
+                ):  # an error of the block itself (a shard file not found names its file): not a lost worker
                     raise
                 addr = lost or self.remote[i].worker
                 raise WorkerLostError(
