@@ -56,3 +56,17 @@ def test_index_arrays_keep_their_rules():
     for bad in (np.array([0.5, 1.0]), np.array([0j, 1j]), np.array(["0", "1"]), np.array([True, False])):
         with pytest.raises(TypeError, match=re.escape("`variables` must contain integers; got array of shape (2,)")):
             m.add_potential(bad, [1.0, 1.0])
+
+
+def test_numbers_in_0d_arrays_and_flags_not_given():
+    """A 0-d array of reals is a number (as NumPy hands them out); a flag not given (None) is False; a bool,
+    a 0-d bool array or text is no number, and text is no flag."""
+    from tractable._validate import check_bool, check_finite, check_positive
+
+    assert check_finite(np.array(0.5), "x") == 0.5 and check_positive(np.array(2), "x") == 2.0
+    assert check_bool(None, "flag") is False and check_bool(np.bool_(True), "flag") is True
+    for bad in (True, np.array(True), "1"):
+        with pytest.raises(TypeError, match="`x` must be a real number"):
+            check_finite(bad, "x")
+    with pytest.raises(TypeError, match="`flag` must be True or False; got 'no'"):
+        check_bool("no", "flag")

@@ -204,17 +204,28 @@ def check_int(value, name: str, *, minimum: int | None = None, maximum: int | No
 
 
 def check_bool(value, name: str) -> bool:
-    """Check that ``value`` is ``True`` or ``False`` (a NumPy bool too) and return it as ``bool``.
+    """Check that ``value`` is ``True`` or ``False`` (a NumPy bool too) and return it as ``bool``; ``None``
+    (an option not given) is ``False``.
 
     Never ``bool(value)``: a flag given as ``"no"`` or ``0.5`` is a mistake, not a true value.
     """
+    if value is None:
+        return False
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise TypeError(f"`{name}` must be True or False; got {_describe(value)}.")
 
 
+def _real_scalar(value):
+    """``value``, or the number a 0-d array of reals holds (``np.array(0.5)``: a number too)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return value.item()
+    return value
+
+
 def check_positive(value, name: str, *, strict: bool = True) -> float:
     """Check that ``value`` is a finite real number ``> 0`` (``>= 0`` when ``strict=False``)."""
+    value = _real_scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {_describe(value)}.")
     value = float(value)
@@ -225,6 +236,7 @@ def check_positive(value, name: str, *, strict: bool = True) -> float:
 
 def check_finite(value, name: str) -> float:
     """Check that ``value`` is a finite real number and return it as ``float``."""
+    value = _real_scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {_describe(value)}.")
     value = float(value)

@@ -315,7 +315,7 @@ def loopy(
     array([0.5649, 0.3318, 0.7117])
     """
     t0 = time.perf_counter()
-    progress = progress is not None and check_bool(progress, "progress")  # None: the default, as hlmrf.solve
+    progress = check_bool(progress, "progress")
     task = _task(task, kind)
     kind = _KIND_OF_TASK[task]
     max_iter, tol, damping, time_limit = _validate(fg, max_iter, tol, damping, schedule, rng, time_limit)

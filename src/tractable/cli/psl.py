@@ -161,8 +161,7 @@ def _load_json(Model, path, split, database, strict=False):
         warnings.simplefilter("always")
         model = Model.from_json(path, split=split, database=database, strict=strict)
     for w in caught:  # options PSL has and we do not are reprinted after grounding; the rest here
-        text = str(w.message).splitlines()[0] if str(w.message) else w.category.__name__
-        if "ignored" not in text.lower():
+        if "ignored" not in str(w.message).split("\n", 1)[0].lower():
             _print_warning(w)
     return model
 

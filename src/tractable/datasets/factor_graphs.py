@@ -85,10 +85,8 @@ def grid_factor_graph(
     n_states = check_int(n_states, "n_states", minimum=2)
     # one unary and up to two pairwise factors per variable
     check_memory(n_rows * n_cols, _BYTES_PER_VARIABLE + 3 * _BYTES_PER_FACTOR, ("n_rows", "n_cols"), "variables")
-    coupling = check_finite(
-        coupling.item() if np.ndim(coupling) == 0 and hasattr(coupling, "item") else coupling, "coupling"
-    )
-    field = check_finite(field.item() if np.ndim(field) == 0 and hasattr(field, "item") else field, "field")
+    coupling = check_finite(coupling, "coupling")
+    field = check_finite(field, "field")
     rng = check_rng(rng)
     n = n_rows * n_cols
     fg = FactorGraph([n_states] * n)

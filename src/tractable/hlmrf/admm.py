@@ -278,8 +278,7 @@ def _validate_solve(model, method, options):
     check_options(method, options, _OPTIONS[method])
     time_limit = options["time_limit"]
     time_limit = None if time_limit is None else check_positive(time_limit, "time_limit")
-    if options["repair"] is not None:  # None: not given (the distributed solver's validation passes every key)
-        check_bool(options["repair"], "repair")
+    check_bool(options["repair"], "repair")
     if core is not _solve_admm:
         return core, dict(time_limit=time_limit)
     opt = {k: _ADMM_DEFAULTS[k] if options[k] is None else options[k] for k in _ADMM_DEFAULTS}
@@ -312,7 +311,7 @@ def _validate_solve(model, method, options):
         max_iter=check_int(opt["max_iter"], "max_iter", minimum=1),
         x0=x0,
         warm_start=warm,
-        keep_state=options["keep_state"] is not None and check_bool(options["keep_state"], "keep_state"),
+        keep_state=check_bool(options["keep_state"], "keep_state"),
         time_limit=time_limit,
         progress=check_bool(opt["progress"], "progress"),
         adaptive_rho=check_bool(opt["adaptive_rho"], "adaptive_rho"),

@@ -31,11 +31,9 @@ from .._validate import check_bool, check_int, check_positive, check_rng
 from . import _kernels
 from ._result import MMPResult
 from ._wiring import check_binary, compile_binary
-from .gibbs import burn, initial_state
+from .gibbs import burn, initial_state, next_chunk
 
 __all__ = ["adaptive_mmp"]
-
-_CHUNK_SECONDS = 0.02  # between time-limit checks and progress updates
 
 
 def _check_epsilon(epsilon) -> float:
@@ -125,7 +123,7 @@ def adaptive_mmp(
     """
     t0 = time.perf_counter()
     check_binary(fg)
-    progress = progress is not None and check_bool(progress, "progress")  # None: the default, as hlmrf.solve
+    progress = check_bool(progress, "progress")
     eps = _check_epsilon(epsilon)
     full, (fg, observed) = fg, condition(fg, evidence)
     if observed and init is not None and np.shape(init) == (full.n_variables,):
@@ -174,7 +172,7 @@ def adaptive_mmp(
 
         bar = tqdm(total=max_sweeps, desc="adaptive MMP", unit="sweep")
     try:
-        k = max(1, 200_000 // max(n, 1))  # sweeps per kernel call (about 5 ms), then sized to _CHUNK_SECONDS
+        k = max(1, 200_000 // max(n, 1))  # sweeps per kernel call (about 5 ms), then sized by next_chunk
         while done < max_sweeps and n_active > 0:
             k = min(k, max_sweeps - done)
             if done + k > hist.shape[1]:
@@ -188,7 +186,7 @@ def adaptive_mmp(
             )  # fmt: skip
             dt = time.perf_counter() - t_sample
             sampling_time += dt
-            k = int(min(max(1, k_done * _CHUNK_SECONDS / max(dt, 1e-9)), 2 * k + 1))
+            k = next_chunk(k_done, dt, k)
             done += k_done
             updates += upd
             evals += ev

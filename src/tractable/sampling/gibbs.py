@@ -58,6 +58,12 @@ def _decoded_state(fg, gen) -> np.ndarray:
     return x
 
 
+def next_chunk(done: int, seconds: float, previous: int) -> int:
+    """Sweeps for the next kernel call: about ``_CHUNK_SECONDS`` at the rate of the last call (``done`` sweeps
+    in ``seconds``), at most twice ``previous`` plus one."""
+    return int(min(max(1, done * _CHUNK_SECONDS / max(seconds, 1e-9)), 2 * previous + 1))
+
+
 def burn(n_sweeps: int, n: int, run, t0: float, time_limit: float | None) -> tuple[int, int]:
     """``n_sweeps`` burn-in sweeps by ``run(k)`` (runs ``k`` sweeps, returns the factor evaluations), in chunks
     of about ``_CHUNK_SECONDS``; stops early once ``time_limit`` seconds have passed since ``t0``. Returns
@@ -71,7 +77,7 @@ def burn(n_sweeps: int, n: int, run, t0: float, time_limit: float | None) -> tup
         evals += run(k)
         dt = time.perf_counter() - t
         done += k
-        k = int(min(max(1, k * _CHUNK_SECONDS / max(dt, 1e-9)), 2 * k + 1))
+        k = next_chunk(k, dt, k)
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             break
     return done, evals
@@ -143,8 +149,8 @@ def gibbs(
     """
     t0 = time.perf_counter()
     check_binary(fg)
-    return_samples = return_samples is not None and check_bool(return_samples, "return_samples")  # None: default
-    progress = progress is not None and check_bool(progress, "progress")
+    return_samples = check_bool(return_samples, "return_samples")
+    progress = check_bool(progress, "progress")
     n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
     burn_in = check_int(burn_in, "burn_in", minimum=0)
     if time_limit is not None:
@@ -188,7 +194,7 @@ def gibbs(
             evals += _kernels.run_sweeps(k, order, n, x, *args, state, p_sum, rows, *plain)[3]
             dt = time.perf_counter() - t_sample
             sampling_time += dt
-            chunk = int(min(max(1, k * _CHUNK_SECONDS / max(dt, 1e-9)), 2 * chunk + 1))
+            chunk = next_chunk(k, dt, chunk)
             done += k
             if bar is not None:
                 bar.update(k)
